@@ -1,0 +1,150 @@
+#include "client.h"
+
+#include <stdexcept>
+
+#include "element_type.h"
+#include "error.h"
+
+namespace tpu::pjrt {
+
+namespace {
+void append_varint(std::string* out, uint64_t value) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+std::string device_description_string(const PJRT_Api* api, PJRT_DeviceDescription* description,
+                                      bool kind) {
+  if (kind) {
+    auto args = PJRT_ARGS(PJRT_DeviceDescription_Kind_Args);
+    args.device_description = description;
+    check(api, api->PJRT_DeviceDescription_Kind(&args), "PJRT_DeviceDescription_Kind");
+    return std::string(args.device_kind, args.device_kind_size);
+  }
+  auto args = PJRT_ARGS(PJRT_DeviceDescription_ToString_Args);
+  args.device_description = description;
+  check(api, api->PJRT_DeviceDescription_ToString(&args), "PJRT_DeviceDescription_ToString");
+  return std::string(args.to_string, args.to_string_size);
+}
+}  // namespace
+
+std::string compile_options_for_device(int device) {
+  // ExecutableBuildOptionsProto: device_ordinal (1), num_replicas (4), num_partitions (5).
+  std::string build;
+  build.push_back(0x08);
+  append_varint(&build, static_cast<uint64_t>(device));
+  build += std::string("\x20\x01\x28\x01", 4);
+  // CompileOptionsProto: executable_build_options (3), length-delimited.
+  std::string options;
+  options.push_back(0x1a);
+  append_varint(&options, build.size());
+  return options + build;
+}
+
+Client::Client(std::shared_ptr<const Plugin> plugin) : plugin_(std::move(plugin)) {
+  const PJRT_Api* api = plugin_->api();
+  auto create = PJRT_ARGS(PJRT_Client_Create_Args);
+  check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
+  client_ = create.client;
+
+  auto devices = PJRT_ARGS(PJRT_Client_AddressableDevices_Args);
+  devices.client = client_;
+  check(api, api->PJRT_Client_AddressableDevices(&devices), "PJRT_Client_AddressableDevices");
+  devices_.assign(devices.addressable_devices,
+                  devices.addressable_devices + devices.num_addressable_devices);
+
+  auto name = PJRT_ARGS(PJRT_Client_PlatformName_Args);
+  name.client = client_;
+  check(api, api->PJRT_Client_PlatformName(&name), "PJRT_Client_PlatformName");
+  platform_name_.assign(name.platform_name, name.platform_name_size);
+
+  auto version = PJRT_ARGS(PJRT_Client_PlatformVersion_Args);
+  version.client = client_;
+  check(api, api->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
+  platform_version_.assign(version.platform_version, version.platform_version_size);
+}
+
+Client::~Client() {
+  auto args = PJRT_ARGS(PJRT_Client_Destroy_Args);
+  args.client = client_;
+  PJRT_Error* error = plugin_->api()->PJRT_Client_Destroy(&args);
+  if (error != nullptr) take_message(plugin_->api(), error);
+}
+
+PJRT_Device* Client::device(int index) const {
+  if (index < 0 || index >= device_count()) {
+    throw std::out_of_range("tpu device index " + std::to_string(index) + " is out of range (" +
+                            std::to_string(device_count()) + " devices)");
+  }
+  return devices_[index];
+}
+
+DeviceInfo Client::device_info(int index) const {
+  const PJRT_Api* api = plugin_->api();
+  auto get = PJRT_ARGS(PJRT_Device_GetDescription_Args);
+  get.device = device(index);
+  check(api, api->PJRT_Device_GetDescription(&get), "PJRT_Device_GetDescription");
+  auto id = PJRT_ARGS(PJRT_DeviceDescription_Id_Args);
+  id.device_description = get.device_description;
+  check(api, api->PJRT_DeviceDescription_Id(&id), "PJRT_DeviceDescription_Id");
+  DeviceInfo info;
+  info.id = id.id;
+  info.kind = device_description_string(api, get.device_description, true);
+  info.description = device_description_string(api, get.device_description, false);
+  return info;
+}
+
+BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
+                                   const std::vector<int64_t>& dims, int device_index) const {
+  element_size(type);  // throws for types that would make the plugin abort
+  const PJRT_Api* api = plugin_->api();
+  auto args = PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args);
+  args.client = client_;
+  args.data = data;
+  args.type = type;
+  args.dims = dims.data();
+  args.num_dims = dims.size();
+  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.device = device(device_index);
+  check(api, api->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
+  auto buffer = std::make_shared<Buffer>(plugin_, args.buffer);
+  if (args.done_with_host_buffer != nullptr) {
+    Event done(plugin_, args.done_with_host_buffer);
+    done.await();  // with kImmutableOnlyDuringCall this has already fired
+  }
+  return buffer;
+}
+
+std::unique_ptr<Executable> Client::compile(const std::string& mlir, int device_index) const {
+  const PJRT_Api* api = plugin_->api();
+  static const char kFormat[] = "mlir";
+  auto program = PJRT_ARGS(PJRT_Program);
+  program.code = const_cast<char*>(mlir.data());
+  program.code_size = mlir.size();
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+  std::string options = compile_options_for_device(device_index);
+  auto args = PJRT_ARGS(PJRT_Client_Compile_Args);
+  args.client = client_;
+  args.program = &program;
+  args.compile_options = options.data();
+  args.compile_options_size = options.size();
+  check(api, api->PJRT_Client_Compile(&args), "compiling StableHLO failed");
+  return std::make_unique<Executable>(plugin_, args.executable, device(device_index));
+}
+
+std::unique_ptr<Executable> Client::deserialize(const std::string& bytes, int device_index) const {
+  if (bytes.empty()) throw std::invalid_argument("cannot deserialize an empty executable");
+  const PJRT_Api* api = plugin_->api();
+  auto args = PJRT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
+  args.client = client_;
+  args.serialized_executable = bytes.data();
+  args.serialized_executable_size = bytes.size();
+  check(api, api->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
+  return std::make_unique<Executable>(plugin_, args.loaded_executable, device(device_index));
+}
+
+}  // namespace tpu::pjrt

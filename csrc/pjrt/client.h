@@ -1,0 +1,57 @@
+#pragma once
+// Owner of one PJRT_Client: the devices of one plugin, transfers and compilation.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "buffer.h"
+#include "executable.h"
+#include "plugin.h"
+
+namespace tpu::pjrt {
+
+struct DeviceInfo {
+  int id = 0;
+  std::string kind;         // e.g. "cpu", "TPU v5 lite"
+  std::string description;  // PJRT_DeviceDescription_ToString
+};
+
+class Client {
+ public:
+  explicit Client(std::shared_ptr<const Plugin> plugin);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const Plugin& plugin() const { return *plugin_; }
+  const std::string& platform_name() const { return platform_name_; }
+  const std::string& platform_version() const { return platform_version_; }
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  DeviceInfo device_info(int index) const;
+
+  // Copies a dense row-major host array to `device`. The host memory may be reused
+  // as soon as this returns.
+  BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type,
+                             const std::vector<int64_t>& dims, int device) const;
+
+  // Compiles StableHLO (MLIR text) for one device.
+  std::unique_ptr<Executable> compile(const std::string& mlir, int device) const;
+  // Loads bytes from Executable::serialize(); throws Error if they do not fit this plugin.
+  std::unique_ptr<Executable> deserialize(const std::string& bytes, int device) const;
+
+ private:
+  PJRT_Device* device(int index) const;
+
+  std::shared_ptr<const Plugin> plugin_;
+  PJRT_Client* client_ = nullptr;
+  std::vector<PJRT_Device*> devices_;
+  std::string platform_name_;
+  std::string platform_version_;
+};
+
+// Serialized xla.CompileOptionsProto for one replica and one partition on `device`.
+// The CPU plugin aborts on empty options, so every compile goes through this.
+std::string compile_options_for_device(int device);
+
+}  // namespace tpu::pjrt

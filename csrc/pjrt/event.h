@@ -1,0 +1,29 @@
+#pragma once
+// Owner of one PJRT_Event. Destroying an event does not cancel the work it tracks.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "plugin.h"
+
+namespace tpu::pjrt {
+
+class Event {
+ public:
+  Event(std::shared_ptr<const Plugin> plugin, PJRT_Event* event);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  bool is_ready() const;
+  // Blocks until the event fires; throws Error carrying the plugin message if it failed.
+  void await() const;
+  // Calls `done(error_message)` (empty on success) once the event fires, on a plugin thread.
+  void on_ready(std::function<void(const std::string&)> done) const;
+
+ private:
+  std::shared_ptr<const Plugin> plugin_;
+  PJRT_Event* event_;
+};
+
+}  // namespace tpu::pjrt

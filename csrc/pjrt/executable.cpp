@@ -1,0 +1,83 @@
+#include "executable.h"
+
+#include "error.h"
+
+namespace tpu::pjrt {
+
+namespace {
+// Owns the PJRT_Executable view of a loaded executable for one call.
+struct ExecutableView {
+  const PJRT_Api* api;
+  PJRT_Executable* executable;
+  ExecutableView(const ExecutableView&) = delete;
+  ~ExecutableView() {
+    auto args = PJRT_ARGS(PJRT_Executable_Destroy_Args);
+    args.executable = executable;
+    PJRT_Error* error = api->PJRT_Executable_Destroy(&args);
+    if (error != nullptr) take_message(api, error);
+  }
+};
+
+ExecutableView view_of(const PJRT_Api* api, PJRT_LoadedExecutable* loaded) {
+  auto args = PJRT_ARGS(PJRT_LoadedExecutable_GetExecutable_Args);
+  args.loaded_executable = loaded;
+  check(api, api->PJRT_LoadedExecutable_GetExecutable(&args), "PJRT_LoadedExecutable_GetExecutable");
+  return ExecutableView{api, args.executable};
+}
+}  // namespace
+
+Executable::Executable(std::shared_ptr<const Plugin> plugin, PJRT_LoadedExecutable* executable,
+                       PJRT_Device* device)
+    : plugin_(std::move(plugin)), executable_(executable), device_(device) {
+  const PJRT_Api* api = plugin_->api();
+  ExecutableView view = view_of(api, executable_);
+  auto args = PJRT_ARGS(PJRT_Executable_NumOutputs_Args);
+  args.executable = view.executable;
+  check(api, api->PJRT_Executable_NumOutputs(&args), "PJRT_Executable_NumOutputs");
+  num_outputs_ = args.num_outputs;
+}
+
+Executable::~Executable() {
+  auto args = PJRT_ARGS(PJRT_LoadedExecutable_Destroy_Args);
+  args.executable = executable_;
+  PJRT_Error* error = plugin_->api()->PJRT_LoadedExecutable_Destroy(&args);
+  if (error != nullptr) take_message(plugin_->api(), error);
+}
+
+std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& inputs) const {
+  const PJRT_Api* api = plugin_->api();
+  auto options = PJRT_ARGS(PJRT_ExecuteOptions);
+  std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
+  PJRT_Buffer* const* argument_list = inputs.data();
+  PJRT_Buffer** output_list = outputs.data();
+
+  auto args = PJRT_ARGS(PJRT_LoadedExecutable_Execute_Args);
+  args.executable = executable_;
+  args.options = &options;
+  args.argument_lists = &argument_list;
+  args.num_devices = 1;
+  args.num_args = inputs.size();
+  args.output_lists = &output_list;
+  args.execute_device = nullptr;  // compiled for exactly one device
+  check(api, api->PJRT_LoadedExecutable_Execute(&args), "PJRT_LoadedExecutable_Execute");
+
+  std::vector<BufferPtr> result;
+  result.reserve(outputs.size());
+  for (PJRT_Buffer* output : outputs) result.push_back(std::make_shared<Buffer>(plugin_, output));
+  return result;
+}
+
+std::string Executable::serialize() const {
+  const PJRT_Api* api = plugin_->api();
+  ExecutableView view = view_of(api, executable_);
+  auto args = PJRT_ARGS(PJRT_Executable_Serialize_Args);
+  args.executable = view.executable;
+  check(api, api->PJRT_Executable_Serialize(&args), "PJRT_Executable_Serialize");
+  std::string bytes(args.serialized_bytes, args.serialized_bytes_size);
+  if (args.serialized_executable_deleter != nullptr) {
+    args.serialized_executable_deleter(args.serialized_executable);
+  }
+  return bytes;
+}
+
+}  // namespace tpu::pjrt

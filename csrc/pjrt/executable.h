@@ -1,0 +1,37 @@
+#pragma once
+// Owner of one PJRT_LoadedExecutable: a compiled program loaded on one device.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "buffer.h"
+
+namespace tpu::pjrt {
+
+class Executable {
+ public:
+  Executable(std::shared_ptr<const Plugin> plugin, PJRT_LoadedExecutable* executable,
+             PJRT_Device* device);
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  size_t num_outputs() const { return num_outputs_; }
+
+  // Enqueues one run on the executable's device and returns its outputs at once;
+  // they become ready asynchronously. Inputs are only read, except those the
+  // program declares donated, which are consumed.
+  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& inputs) const;
+
+  // The compiled program as bytes that deserialize() turns back into an executable
+  // with the same plugin build.
+  std::string serialize() const;
+
+ private:
+  std::shared_ptr<const Plugin> plugin_;
+  PJRT_LoadedExecutable* executable_;
+  PJRT_Device* device_;
+  size_t num_outputs_ = 0;
+};
+
+}  // namespace tpu::pjrt
