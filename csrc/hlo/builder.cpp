@@ -1,0 +1,343 @@
+#include "builder.h"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace tpu::hlo {
+
+namespace {
+
+std::string list(const std::vector<int64_t>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
+const char* direction_name(Compare direction) {
+  switch (direction) {
+    case Compare::EQ: return "EQ";
+    case Compare::NE: return "NE";
+    case Compare::LT: return "LT";
+    case Compare::LE: return "LE";
+    case Compare::GT: return "GT";
+    case Compare::GE: return "GE";
+  }
+  return "EQ";
+}
+
+const char* compare_type(ElementType type) {
+  if (is_float(type) || is_complex(type)) return "FLOAT";
+  if (is_signed_int(type)) return "SIGNED";
+  return "UNSIGNED";
+}
+
+const char* reduction_op(Reduction kind, ElementType type) {
+  switch (kind) {
+    case Reduction::Add: return "stablehlo.add";
+    case Reduction::Mul: return "stablehlo.multiply";
+    case Reduction::Max: return "stablehlo.maximum";
+    case Reduction::Min: return "stablehlo.minimum";
+    case Reduction::And: return type == ElementType::Pred ? "stablehlo.and" : "stablehlo.minimum";
+    case Reduction::Or: return type == ElementType::Pred ? "stablehlo.or" : "stablehlo.maximum";
+  }
+  return "stablehlo.add";
+}
+
+// A single-block region taking two scalars of `type` and returning `body_op`(a, b),
+// or b itself when body_op is null (scatter's "replace").
+std::string binary_region(ElementType type, const char* body_op) {
+  std::string scalar = TensorType{type, {}}.str();
+  std::string region = "({\n  ^bb0(%lhs: " + scalar + ", %rhs: " + scalar + "):\n";
+  if (body_op == nullptr) {
+    return region + "    \"stablehlo.return\"(%rhs) : (" + scalar + ") -> ()\n  })";
+  }
+  region += "    %r = \"" + std::string(body_op) + "\"(%lhs, %rhs) : (" + scalar + ", " + scalar +
+            ") -> " + scalar + "\n";
+  return region + "    \"stablehlo.return\"(%r) : (" + scalar + ") -> ()\n  })";
+}
+
+std::string float_bits(double value, ElementType type) {
+  char text[32];
+  if (type == ElementType::F64) {
+    uint64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    std::snprintf(text, sizeof text, "0x%016llX", static_cast<unsigned long long>(bits));
+  } else {
+    float narrowed = static_cast<float>(value);
+    uint32_t bits;
+    std::memcpy(&bits, &narrowed, sizeof bits);
+    std::snprintf(text, sizeof text, "0x%08X", bits);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string i64_array(const std::vector<int64_t>& values) {
+  if (values.empty()) return "array<i64>";
+  std::string out = "array<i64: ";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + ">";
+}
+
+Value Builder::parameter(const TensorType& type) {
+  parameters_.push_back(type);
+  parameter_alias_.push_back(-1);
+  return Value{-static_cast<int>(parameters_.size()), type};
+}
+
+void Builder::alias_parameter(int index, int output) { parameter_alias_.at(index) = output; }
+
+std::string Builder::name(const Value& v) const {
+  if (v.id < 0) return "%arg" + std::to_string(-v.id - 1);
+  return "%" + std::to_string(v.id);
+}
+
+Value Builder::emit(const std::string& op, const std::vector<Value>& operands,
+                    const TensorType& result, const std::string& attributes,
+                    const std::string& region) {
+  Value out{next_id_++, result};
+  std::string line = "    " + name(out) + " = \"stablehlo." + op + "\"(";
+  std::string types = "(";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    line += (i ? ", " : "") + name(operands[i]);
+    types += (i ? ", " : "") + operands[i].type.str();
+  }
+  line += ")";
+  if (!region.empty()) line += " " + region;
+  if (!attributes.empty()) line += " {" + attributes + "}";
+  line += " : " + types + ") -> " + result.str() + "\n";
+  body_ += line;
+  return out;
+}
+
+Value Builder::constant(double value, ElementType type) {
+  TensorType scalar{type, {}};
+  std::string literal;
+  if (type == ElementType::Pred) {
+    literal = value != 0 ? "true" : "false";
+  } else if (is_float(type)) {
+    // Hex bits keep NaN, infinities and every digit exact; f16/bf16 go through f32.
+    ElementType carrier = type == ElementType::F64 ? ElementType::F64 : ElementType::F32;
+    Value wide = emit("constant", {}, TensorType{carrier, {}},
+                      "value = dense<" + float_bits(value, carrier) + "> : " +
+                          TensorType{carrier, {}}.str());
+    return carrier == type ? wide : convert(wide, type);
+  } else if (is_complex(type)) {
+    ElementType part = type == ElementType::C64 ? ElementType::F32 : ElementType::F64;
+    Value real = constant(value, part);
+    return emit("complex", {real, constant(0.0, part)}, scalar);
+  } else {
+    literal = std::to_string(static_cast<long long>(value));
+    if (is_unsigned_int(type) && value < 0) literal = "0";
+  }
+  return emit("constant", {}, scalar, "value = dense<" + literal + "> : " + scalar.str());
+}
+
+Value Builder::constant_i64(const std::vector<int64_t>& values) {
+  TensorType type{ElementType::S64, {static_cast<int64_t>(values.size())}};
+  return emit("constant", {}, type, "value = dense<" + list(values) + "> : " + type.str());
+}
+
+Value Builder::unary(const char* op, const Value& x) { return emit(op, {x}, x.type); }
+
+Value Builder::binary(const char* op, const Value& a, const Value& b) {
+  if (a.type != b.type) {
+    throw std::invalid_argument(std::string("stablehlo.") + op + ": operand types differ (" +
+                                a.type.str() + " vs " + b.type.str() + ")");
+  }
+  return emit(op, {a, b}, a.type);
+}
+
+Value Builder::compare(Compare direction, const Value& a, const Value& b) {
+  std::string attributes = std::string("comparison_direction = #stablehlo<comparison_direction ") +
+                           direction_name(direction) +
+                           ">, compare_type = #stablehlo<comparison_type " +
+                           compare_type(a.element()) + ">";
+  return emit("compare", {a, b}, TensorType{ElementType::Pred, a.dims()}, attributes);
+}
+
+Value Builder::select(const Value& pred, const Value& on_true, const Value& on_false) {
+  return emit("select", {pred, on_true, on_false}, on_true.type);
+}
+
+Value Builder::convert(const Value& x, ElementType to) {
+  if (x.element() == to) return x;
+  return emit("convert", {x}, TensorType{to, x.dims()});
+}
+
+Value Builder::bitcast_convert(const Value& x, const TensorType& to) {
+  return emit("bitcast_convert", {x}, to);
+}
+
+Value Builder::reshape(const Value& x, const std::vector<int64_t>& dims) {
+  if (x.dims() == dims) return x;
+  TensorType result{x.element(), dims};
+  if (result.num_elements() != x.type.num_elements()) {
+    throw std::invalid_argument("stablehlo.reshape: " + x.type.str() + " to " + result.str() +
+                                " changes the element count");
+  }
+  return emit("reshape", {x}, result);
+}
+
+Value Builder::transpose(const Value& x, const std::vector<int64_t>& permutation) {
+  bool identity = true;
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < permutation.size(); ++i) {
+    identity = identity && permutation[i] == static_cast<int64_t>(i);
+    dims.push_back(x.dims().at(permutation[i]));
+  }
+  if (identity) return x;
+  return emit("transpose", {x}, TensorType{x.element(), dims},
+              "permutation = " + i64_array(permutation));
+}
+
+Value Builder::broadcast_in_dim(const Value& x, const std::vector<int64_t>& dims,
+                                const std::vector<int64_t>& broadcast_dimensions) {
+  return emit("broadcast_in_dim", {x}, TensorType{x.element(), dims},
+              "broadcast_dimensions = " + i64_array(broadcast_dimensions));
+}
+
+Value Builder::broadcast_to(const Value& x, const std::vector<int64_t>& dims) {
+  if (x.dims() == dims) return x;
+  int64_t lead = static_cast<int64_t>(dims.size()) - x.rank();
+  if (lead < 0) throw std::invalid_argument("broadcast_to: target rank is smaller than operand's");
+  std::vector<int64_t> mapping;
+  for (int64_t i = 0; i < x.rank(); ++i) mapping.push_back(lead + i);
+  return broadcast_in_dim(x, dims, mapping);
+}
+
+Value Builder::slice(const Value& x, const std::vector<int64_t>& start,
+                     const std::vector<int64_t>& limit, const std::vector<int64_t>& strides) {
+  std::vector<int64_t> dims;
+  bool identity = true;
+  for (size_t i = 0; i < start.size(); ++i) {
+    dims.push_back((limit[i] - start[i] + strides[i] - 1) / strides[i]);
+    identity = identity && start[i] == 0 && limit[i] == x.dims()[i] && strides[i] == 1;
+  }
+  if (identity) return x;
+  return emit("slice", {x}, TensorType{x.element(), dims},
+              "start_indices = " + i64_array(start) + ", limit_indices = " + i64_array(limit) +
+                  ", strides = " + i64_array(strides));
+}
+
+Value Builder::pad(const Value& x, const Value& padding_value, const std::vector<int64_t>& low,
+                   const std::vector<int64_t>& high, const std::vector<int64_t>& interior) {
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < low.size(); ++i) {
+    int64_t d = x.dims()[i];
+    dims.push_back(low[i] + high[i] + d + (d > 0 ? (d - 1) * interior[i] : 0));
+  }
+  return emit("pad", {x, padding_value}, TensorType{x.element(), dims},
+              "edge_padding_low = " + i64_array(low) + ", edge_padding_high = " + i64_array(high) +
+                  ", interior_padding = " + i64_array(interior));
+}
+
+Value Builder::concatenate(const std::vector<Value>& values, int64_t dimension) {
+  if (values.size() == 1) return values[0];
+  TensorType result = values.at(0).type;
+  result.dims[dimension] = 0;
+  for (const Value& v : values) result.dims[dimension] += v.dims()[dimension];
+  return emit("concatenate", values, result, "dimension = " + std::to_string(dimension) + " : i64");
+}
+
+Value Builder::iota(const TensorType& type, int64_t dimension) {
+  return emit("iota", {}, type, "iota_dimension = " + std::to_string(dimension) + " : i64");
+}
+
+Value Builder::dot_general(const Value& lhs, const Value& rhs, const std::vector<int64_t>& lhs_batch,
+                           const std::vector<int64_t>& rhs_batch,
+                           const std::vector<int64_t>& lhs_contract,
+                           const std::vector<int64_t>& rhs_contract, ElementType result) {
+  auto contains = [](const std::vector<int64_t>& v, int64_t x) {
+    for (int64_t y : v) {
+      if (y == x) return true;
+    }
+    return false;
+  };
+  std::vector<int64_t> dims;
+  for (int64_t d : lhs_batch) dims.push_back(lhs.dims()[d]);
+  for (int64_t d = 0; d < lhs.rank(); ++d) {
+    if (!contains(lhs_batch, d) && !contains(lhs_contract, d)) dims.push_back(lhs.dims()[d]);
+  }
+  for (int64_t d = 0; d < rhs.rank(); ++d) {
+    if (!contains(rhs_batch, d) && !contains(rhs_contract, d)) dims.push_back(rhs.dims()[d]);
+  }
+  std::string numbers = "dot_dimension_numbers = #stablehlo.dot<";
+  std::string sep;
+  auto field = [&](const char* field_name, const std::vector<int64_t>& v) {
+    if (v.empty()) return;
+    numbers += sep + field_name + " = " + list(v);
+    sep = ", ";
+  };
+  field("lhs_batching_dimensions", lhs_batch);
+  field("rhs_batching_dimensions", rhs_batch);
+  field("lhs_contracting_dimensions", lhs_contract);
+  field("rhs_contracting_dimensions", rhs_contract);
+  return emit("dot_general", {lhs, rhs}, TensorType{result, dims}, numbers + ">");
+}
+
+Value Builder::reduce(const Value& x, const Value& init, Reduction kind,
+                      const std::vector<int64_t>& dims) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    bool reduced = false;
+    for (int64_t r : dims) reduced = reduced || r == d;
+    if (!reduced) kept.push_back(x.dims()[d]);
+  }
+  return emit("reduce", {x, init}, TensorType{x.element(), kept}, "dimensions = " + i64_array(dims),
+              binary_region(x.element(), reduction_op(kind, x.element())));
+}
+
+Value Builder::gather_1d(const Value& operand, const Value& indices) {
+  std::vector<int64_t> index_dims = indices.dims();
+  index_dims.push_back(1);
+  Value index_vectors = reshape(indices, index_dims);
+  std::string attributes =
+      "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
+      "index_vector_dim = " +
+      std::to_string(indices.rank()) + ">, slice_sizes = array<i64: 1>, indices_are_sorted = false";
+  return emit("gather", {operand, index_vectors}, TensorType{operand.element(), indices.dims()},
+              attributes);
+}
+
+Value Builder::scatter_1d(const Value& operand, const Value& indices, const Value& updates) {
+  std::vector<int64_t> index_dims = indices.dims();
+  index_dims.push_back(1);
+  Value index_vectors = reshape(indices, index_dims);
+  std::string attributes =
+      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+      "scatter_dims_to_operand_dims = [0], index_vector_dim = " +
+      std::to_string(indices.rank()) + ">, indices_are_sorted = false, unique_indices = false";
+  return emit("scatter", {operand, index_vectors, updates}, operand.type, attributes,
+              binary_region(operand.element(), nullptr));
+}
+
+Value Builder::dynamic_update_slice(const Value& operand, const Value& update,
+                                    const std::vector<Value>& start_indices) {
+  std::vector<Value> operands{operand, update};
+  operands.insert(operands.end(), start_indices.begin(), start_indices.end());
+  return emit("dynamic_update_slice", operands, operand.type);
+}
+
+std::string Builder::module_text(const std::vector<Value>& results) const {
+  std::string text = "module @torch_tpu {\n  func.func public @main(";
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    text += (i ? ", " : "") + std::string("%arg") + std::to_string(i) + ": " + parameters_[i].str();
+    if (parameter_alias_[i] >= 0) {
+      text += " {tf.aliasing_output = " + std::to_string(parameter_alias_[i]) + " : i32}";
+    }
+  }
+  std::string result_types;
+  std::string names;
+  for (size_t i = 0; i < results.size(); ++i) {
+    result_types += (i ? ", " : "") + results[i].type.str();
+    names += (i ? ", " : "") + name(results[i]);
+  }
+  text += ") -> (" + result_types + ") {\n" + body_;
+  text += "    \"func.return\"(" + names + ") : (" + result_types + ") -> ()\n  }\n}\n";
+  return text;
+}
+
+}  // namespace tpu::hlo

@@ -1,0 +1,85 @@
+#pragma once
+// Builds one StableHLO function (`@main`) as MLIR text in the generic op syntax,
+// which is the form every StableHLO release parses the same way.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "types.h"
+
+namespace tpu::hlo {
+
+// An SSA value of the function being built. Cheap to copy.
+struct Value {
+  int id = -1;  // parameters are negative (-1 - index), op results non-negative
+  TensorType type;
+  const std::vector<int64_t>& dims() const { return type.dims; }
+  ElementType element() const { return type.element; }
+  int64_t rank() const { return type.rank(); }
+};
+
+enum class Compare { EQ, NE, LT, LE, GT, GE };
+enum class Reduction { Add, Mul, Max, Min, And, Or };
+
+class Builder {
+ public:
+  // A new function argument, in order of creation.
+  Value parameter(const TensorType& type);
+  int num_parameters() const { return static_cast<int>(parameters_.size()); }
+  // Marks parameter `index` as donated into result `output` (same type required).
+  void alias_parameter(int index, int output);
+
+  // A scalar constant of `type` (structural constants only: values that change
+  // between calls must be parameters, or every new value compiles a new program).
+  Value constant(double value, ElementType type);
+  Value constant_i64(const std::vector<int64_t>& values);
+
+  // Elementwise ops named as in StableHLO ("add", "exponential", ...), result type = operand's.
+  Value unary(const char* op, const Value& x);
+  Value binary(const char* op, const Value& a, const Value& b);
+  Value compare(Compare direction, const Value& a, const Value& b);
+  Value select(const Value& pred, const Value& on_true, const Value& on_false);
+  Value convert(const Value& x, ElementType to);
+  Value bitcast_convert(const Value& x, const TensorType& to);
+
+  Value reshape(const Value& x, const std::vector<int64_t>& dims);
+  Value transpose(const Value& x, const std::vector<int64_t>& permutation);
+  Value broadcast_in_dim(const Value& x, const std::vector<int64_t>& dims,
+                         const std::vector<int64_t>& broadcast_dimensions);
+  // NumPy-style broadcast of `x` to `dims` (trailing dimensions aligned).
+  Value broadcast_to(const Value& x, const std::vector<int64_t>& dims);
+  Value slice(const Value& x, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
+              const std::vector<int64_t>& strides);
+  Value pad(const Value& x, const Value& padding_value, const std::vector<int64_t>& low,
+            const std::vector<int64_t>& high, const std::vector<int64_t>& interior);
+  Value concatenate(const std::vector<Value>& values, int64_t dimension);
+  Value iota(const TensorType& type, int64_t dimension);
+  Value dot_general(const Value& lhs, const Value& rhs, const std::vector<int64_t>& lhs_batch,
+                    const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
+                    const std::vector<int64_t>& rhs_contract, ElementType result);
+  Value reduce(const Value& x, const Value& init, Reduction kind, const std::vector<int64_t>& dims);
+  // result[i...] = operand[indices[i...]] for a 1-D operand and integer indices of any shape.
+  Value gather_1d(const Value& operand, const Value& indices);
+  // operand with operand[indices[i...]] = updates[i...] (1-D operand, same-shape indices/updates).
+  Value scatter_1d(const Value& operand, const Value& indices, const Value& updates);
+  Value dynamic_update_slice(const Value& operand, const Value& update,
+                             const std::vector<Value>& start_indices);
+
+  // The module text returning `results` from @main.
+  std::string module_text(const std::vector<Value>& results) const;
+
+ private:
+  Value emit(const std::string& op, const std::vector<Value>& operands, const TensorType& result,
+             const std::string& attributes = "", const std::string& region = "");
+  std::string name(const Value& v) const;
+
+  std::vector<TensorType> parameters_;
+  std::vector<int> parameter_alias_;  // output index or -1
+  std::string body_;
+  int next_id_ = 0;
+};
+
+// "array<i64: 1, 2>" (or "array<i64>" when empty).
+std::string i64_array(const std::vector<int64_t>& values);
+
+}  // namespace tpu::hlo

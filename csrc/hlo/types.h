@@ -1,0 +1,33 @@
+#pragma once
+// Element and tensor types of StableHLO values.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpu::hlo {
+
+enum class ElementType { Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, F32, F64, BF16, C64, C128 };
+
+// "f32", "i1", "complex<f32>", ... as StableHLO spells it.
+const char* mlir_name(ElementType type);
+size_t byte_size(ElementType type);
+bool is_float(ElementType type);    // f16, bf16, f32, f64
+bool is_complex(ElementType type);  // c64, c128
+bool is_signed_int(ElementType type);
+bool is_unsigned_int(ElementType type);  // including Pred
+
+struct TensorType {
+  ElementType element = ElementType::F32;
+  std::vector<int64_t> dims;
+
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  int64_t num_elements() const;
+  // "tensor<2x3xf32>"
+  std::string str() const;
+  bool operator==(const TensorType& other) const {
+    return element == other.element && dims == other.dims;
+  }
+  bool operator!=(const TensorType& other) const { return !(*this == other); }
+};
+
+}  // namespace tpu::hlo

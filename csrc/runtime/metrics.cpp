@@ -1,0 +1,56 @@
+#include "runtime/metrics.h"
+
+namespace tpu::runtime {
+
+Metrics& metrics() {
+  static Metrics instance;
+  return instance;
+}
+
+void Metrics::count_compile(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.compiles += 1;
+  data_.compile_seconds += seconds;
+}
+
+void Metrics::count_cache_hit() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.cache_hits += 1;
+}
+
+void Metrics::count_execution() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.executions += 1;
+}
+
+void Metrics::count_host_to_device() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.host_to_device += 1;
+}
+
+void Metrics::count_device_to_host() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.device_to_host += 1;
+}
+
+void Metrics::count_fallback(const std::string& op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.cpu_fallbacks[op] += 1;
+}
+
+void Metrics::count_native(const std::string& op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.native_ops[op] += 1;
+}
+
+MetricsSnapshot Metrics::snapshot() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return data_;
+}
+
+void Metrics::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_ = MetricsSnapshot{};
+}
+
+}  // namespace tpu::runtime

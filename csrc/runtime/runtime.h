@@ -1,0 +1,32 @@
+#pragma once
+// The process-wide runtime: one PJRT plugin, its client and the program cache.
+#include <memory>
+#include <string>
+
+#include "pjrt/client.h"
+#include "runtime/program_cache.h"
+
+namespace tpu::runtime {
+
+class Runtime {
+ public:
+  // Loads the plugin at `plugin_path` and creates its client. Called once, by the
+  // Python package (which does the discovery); later calls must name the same plugin.
+  static Runtime& initialize(const std::string& plugin_path);
+  // Throws std::runtime_error if initialize() has not succeeded.
+  static Runtime& get();
+  static bool is_initialized();
+
+  const pjrt::Client& client() const { return *client_; }
+  ProgramCache& programs() { return *programs_; }
+  int device_count() const { return client_->device_count(); }
+
+ private:
+  explicit Runtime(std::shared_ptr<pjrt::Plugin> plugin);
+
+  std::shared_ptr<pjrt::Plugin> plugin_;
+  std::unique_ptr<pjrt::Client> client_;
+  std::unique_ptr<ProgramCache> programs_;
+};
+
+}  // namespace tpu::runtime

@@ -1,0 +1,137 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "hlo/builder.h"
+#include "plugin_path.h"
+
+namespace tpu::hlo {
+namespace {
+
+using tpu::testing::shared_client;
+
+TensorType f32(std::vector<int64_t> dims) { return TensorType{ElementType::F32, std::move(dims)}; }
+
+// Compiles `builder`'s module returning `result`, runs it on f32 inputs, returns the output.
+std::vector<float> run(const Builder& builder, const Value& result,
+                       const std::vector<std::pair<std::vector<float>, std::vector<int64_t>>>& inputs) {
+  auto executable = shared_client().compile(builder.module_text({result}), 0);
+  std::vector<pjrt::BufferPtr> buffers;
+  std::vector<PJRT_Buffer*> raw;
+  for (const auto& [data, dims] : inputs) {
+    buffers.push_back(shared_client().buffer_from_host(data.data(), PJRT_Buffer_Type_F32, dims, 0));
+    raw.push_back(buffers.back()->get());
+  }
+  auto outputs = executable->execute(raw);
+  std::vector<float> out(result.type.num_elements());
+  outputs.at(0)->to_host(out.data(), out.size() * sizeof(float));
+  return out;
+}
+
+TEST(Types, Names) {
+  EXPECT_EQ(f32({2, 3}).str(), "tensor<2x3xf32>");
+  EXPECT_EQ((TensorType{ElementType::Pred, {}}).str(), "tensor<i1>");
+  EXPECT_EQ(byte_size(ElementType::BF16), 2u);
+  EXPECT_EQ(i64_array({}), "array<i64>");
+  EXPECT_EQ(i64_array({1, 2}), "array<i64: 1, 2>");
+}
+
+TEST(Builder, PrintsGenericOps) {
+  Builder b;
+  Value x = b.parameter(f32({2}));
+  Value y = b.binary("add", x, x);
+  std::string text = b.module_text({y});
+  EXPECT_NE(text.find("%0 = \"stablehlo.add\"(%arg0, %arg0) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("func.func public @main(%arg0: tensor<2xf32>) -> (tensor<2xf32>)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Builder, SameStructureSameText) {
+  auto make = [](int64_t n) {
+    Builder b;
+    Value x = b.parameter(f32({n}));
+    return b.module_text({b.unary("exponential", x)});
+  };
+  EXPECT_EQ(make(3), make(3));
+  EXPECT_NE(make(3), make(4));
+}
+
+TEST(Builder, TypeMismatchIsRejectedBeforeThePlugin) {
+  Builder b;
+  Value x = b.parameter(f32({2}));
+  Value y = b.parameter(f32({3}));
+  EXPECT_THROW(b.binary("add", x, y), std::invalid_argument);
+  EXPECT_THROW(b.reshape(x, {3}), std::invalid_argument);
+}
+
+TEST(Builder, DotGeneralMatmul) {
+  Builder b;
+  Value x = b.parameter(f32({2, 3}));
+  Value y = b.parameter(f32({3, 2}));
+  Value z = b.dot_general(x, y, {}, {}, {1}, {0}, ElementType::F32);
+  EXPECT_EQ(z.dims(), (std::vector<int64_t>{2, 2}));
+  auto out = run(b, z, {{{1, 2, 3, 4, 5, 6}, {2, 3}}, {{1, 0, 0, 1, 1, 1}, {3, 2}}});
+  EXPECT_EQ(out, (std::vector<float>{4, 5, 10, 11}));
+}
+
+TEST(Builder, ReduceTransposeBroadcastSlice) {
+  Builder b;
+  Value x = b.parameter(f32({2, 3}));
+  Value t = b.transpose(x, {1, 0});                                       // 3x2
+  Value s = b.slice(t, {0, 0}, {3, 2}, {2, 1});                           // rows 0, 2
+  Value r = b.reduce(s, b.constant(0, ElementType::F32), Reduction::Add, {1});  // [2]
+  Value out = b.broadcast_in_dim(r, {2, 2}, {0});
+  auto values = run(b, out, {{{1, 2, 3, 4, 5, 6}, {2, 3}}});
+  EXPECT_EQ(values, (std::vector<float>{5, 5, 9, 9}));
+}
+
+TEST(Builder, GatherAndScatterOneDimensional) {
+  Builder b;
+  Value x = b.parameter(f32({5}));
+  Value idx = b.constant_i64({4, 0, 2});
+  Value g = b.gather_1d(x, idx);
+  Value s = b.scatter_1d(x, idx, g);  // writes x[4], x[0], x[2] back in place
+  Value doubled = b.binary("add", s, s);
+  auto values = run(b, doubled, {{{1, 2, 3, 4, 5}, {5}}});
+  EXPECT_EQ(values, (std::vector<float>{2, 4, 6, 8, 10}));
+}
+
+TEST(Builder, FloatConstantsKeepSpecialValues) {
+  Builder b;
+  Value x = b.parameter(f32({2}));
+  Value inf = b.broadcast_to(b.constant(-std::numeric_limits<double>::infinity(), ElementType::F32), {2});
+  Value m = b.binary("maximum", x, inf);
+  Value half = b.broadcast_to(b.constant(0.1, ElementType::F32), {2});
+  Value out = b.binary("add", m, half);
+  auto values = run(b, out, {{{1, -2}, {2}}});
+  EXPECT_FLOAT_EQ(values[0], 1.1f);
+  EXPECT_FLOAT_EQ(values[1], -1.9f);
+}
+
+TEST(Builder, PadConcatenateIotaCompareSelect) {
+  Builder b;
+  Value x = b.parameter(f32({2}));
+  Value p = b.pad(x, b.constant(7, ElementType::F32), {1}, {0}, {1});  // [7, x0, 7, x1]
+  Value c = b.concatenate({p, x}, 0);                                  // 6 elements
+  Value i = b.convert(b.iota(TensorType{ElementType::S32, {6}}, 0), ElementType::F32);
+  Value pred = b.compare(Compare::LT, c, i);
+  Value out = b.select(pred, c, i);  // min(c, iota)
+  auto values = run(b, out, {{{3, 4}, {2}}});
+  EXPECT_EQ(values, (std::vector<float>{0, 1, 2, 3, 3, 4}));
+}
+
+TEST(Builder, DonatedParameterIsDeclared) {
+  Builder b;
+  Value x = b.parameter(f32({2}));
+  b.alias_parameter(0, 0);
+  EXPECT_NE(b.module_text({b.unary("negate", x)}).find("tf.aliasing_output = 0 : i32"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tpu::hlo

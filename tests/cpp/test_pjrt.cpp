@@ -1,0 +1,142 @@
+#include <gtest/gtest.h>
+
+#include <future>
+#include <vector>
+
+#include "pjrt/client.h"
+#include "pjrt/element_type.h"
+#include "pjrt/error.h"
+#include "plugin_path.h"
+
+namespace tpu::pjrt {
+namespace {
+
+using tpu::testing::shared_client;
+
+const char* kAddAndSum = R"(
+module @m {
+  func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4xf32>, tensor<f32>) {
+    %0 = "stablehlo.add"(%arg0, %arg1) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %c = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+    %1 = "stablehlo.reduce"(%0, %c) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = "stablehlo.add"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%s) : (tensor<f32>) -> ()
+    }) {dimensions = array<i64: 0>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+    "func.return"(%0, %1) : (tensor<4xf32>, tensor<f32>) -> ()
+  }
+}
+)";
+
+TEST(Plugin, LoadsAndReportsVersion) {
+  const Plugin& plugin = shared_client().plugin();
+  EXPECT_EQ(plugin.api_major(), 0);
+  EXPECT_GE(plugin.api_minor(), 40);
+  EXPECT_FALSE(shared_client().platform_name().empty());
+  EXPECT_GE(shared_client().device_count(), 1);
+}
+
+TEST(Plugin, MissingFileIsAClearError) {
+  try {
+    Plugin::load("/nonexistent/plugin.so");
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/plugin.so"), std::string::npos);
+  }
+}
+
+TEST(Plugin, LibraryWithoutGetPjrtApiIsRejected) {
+  EXPECT_THROW(Plugin::load("libm.so.6"), std::runtime_error);
+}
+
+TEST(Client, DeviceInfo) {
+  DeviceInfo info = shared_client().device_info(0);
+  EXPECT_FALSE(info.kind.empty());
+  EXPECT_THROW(shared_client().device_info(shared_client().device_count()), std::out_of_range);
+}
+
+TEST(Buffer, RoundTripsEverySupportedType) {
+  const PJRT_Buffer_Type types[] = {
+      PJRT_Buffer_Type_PRED, PJRT_Buffer_Type_S8,  PJRT_Buffer_Type_S16, PJRT_Buffer_Type_S32,
+      PJRT_Buffer_Type_S64,  PJRT_Buffer_Type_U8,  PJRT_Buffer_Type_F16, PJRT_Buffer_Type_BF16,
+      PJRT_Buffer_Type_F32,  PJRT_Buffer_Type_F64, PJRT_Buffer_Type_C64};
+  for (PJRT_Buffer_Type type : types) {
+    size_t bytes = 6 * element_size(type);
+    std::vector<unsigned char> host(bytes);
+    for (size_t i = 0; i < bytes; ++i) host[i] = static_cast<unsigned char>(i % 2);  // valid bools
+    BufferPtr buffer = shared_client().buffer_from_host(host.data(), type, {2, 3}, 0);
+    EXPECT_EQ(buffer->element_type(), type);
+    EXPECT_EQ(buffer->dims(), (std::vector<int64_t>{2, 3}));
+    std::vector<unsigned char> back(bytes, 0xff);
+    buffer->to_host(back.data(), back.size());
+    EXPECT_EQ(back, host) << "type " << type;
+  }
+}
+
+TEST(Buffer, InvalidElementTypeNeverReachesThePlugin) {
+  float x = 1;
+  EXPECT_THROW(shared_client().buffer_from_host(&x, PJRT_Buffer_Type_INVALID, {}, 0),
+               std::invalid_argument);
+  EXPECT_THROW(shared_client().buffer_from_host(&x, static_cast<PJRT_Buffer_Type>(999), {}, 0),
+               std::invalid_argument);
+}
+
+TEST(Executable, CompilesAndRuns) {
+  auto executable = shared_client().compile(kAddAndSum, 0);
+  ASSERT_EQ(executable->num_outputs(), 2u);
+  float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
+  BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
+  BufferPtr bb = shared_client().buffer_from_host(b, PJRT_Buffer_Type_F32, {4}, 0);
+  std::vector<BufferPtr> outputs = executable->execute({ba->get(), bb->get()});
+  float sum_out[4];
+  float total = 0;
+  outputs[0]->to_host(sum_out, sizeof sum_out);
+  outputs[1]->to_host(&total, sizeof total);
+  EXPECT_EQ(sum_out[3], 44.0f);
+  EXPECT_EQ(total, 110.0f);
+  outputs[0]->ready_event()->await();
+}
+
+TEST(Executable, CompileErrorCarriesThePluginMessage) {
+  try {
+    shared_client().compile("this is not mlir", 0);
+    FAIL() << "expected an exception";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("compiling StableHLO failed"), std::string::npos);
+    EXPECT_GT(std::string(e.what()).size(), 30u);
+  }
+}
+
+TEST(Executable, SerializeAndDeserialize) {
+  auto executable = shared_client().compile(kAddAndSum, 0);
+  std::string bytes = executable->serialize();
+  ASSERT_FALSE(bytes.empty());
+  auto loaded = shared_client().deserialize(bytes, 0);
+  float a[4] = {1, 1, 1, 1};
+  BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
+  std::vector<BufferPtr> outputs = loaded->execute({ba->get(), ba->get()});
+  float total = 0;
+  outputs[1]->to_host(&total, sizeof total);
+  EXPECT_EQ(total, 8.0f);
+}
+
+TEST(Executable, CorruptSerializedBytesThrow) {
+  EXPECT_THROW(shared_client().deserialize("not an executable", 0), Error);
+  EXPECT_THROW(shared_client().deserialize("", 0), std::invalid_argument);
+}
+
+TEST(Event, OnReadyCallbackFires) {
+  float a[4] = {1, 2, 3, 4};
+  BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
+  std::promise<std::string> fired;
+  ba->ready_event()->on_ready([&](const std::string& error) { fired.set_value(error); });
+  EXPECT_EQ(fired.get_future().get(), "");
+}
+
+TEST(CompileOptions, EncodeDeviceReplicasAndPartitions) {
+  EXPECT_EQ(compile_options_for_device(0), std::string("\x1a\x06\x08\x00\x20\x01\x28\x01", 8));
+  EXPECT_EQ(compile_options_for_device(3), std::string("\x1a\x06\x08\x03\x20\x01\x28\x01", 8));
+}
+
+}  // namespace
+}  // namespace tpu::pjrt
