@@ -8,6 +8,7 @@ Event::Event(std::shared_ptr<const Plugin> plugin, PJRT_Event* event)
     : plugin_(std::move(plugin)), event_(event) {}
 
 Event::~Event() {
+  if (event_ == nullptr) return;
   auto args = PJRT_ARGS(PJRT_Event_Destroy_Args);
   args.event = event_;
   PJRT_Error* error = plugin_->api()->PJRT_Event_Destroy(&args);
@@ -15,6 +16,7 @@ Event::~Event() {
 }
 
 bool Event::is_ready() const {
+  if (event_ == nullptr) return true;
   auto args = PJRT_ARGS(PJRT_Event_IsReady_Args);
   args.event = event_;
   check(plugin_->api(), plugin_->api()->PJRT_Event_IsReady(&args), "PJRT_Event_IsReady");
@@ -22,6 +24,7 @@ bool Event::is_ready() const {
 }
 
 void Event::await() const {
+  if (event_ == nullptr) return;
   auto args = PJRT_ARGS(PJRT_Event_Await_Args);
   args.event = event_;
   check(plugin_->api(), plugin_->api()->PJRT_Event_Await(&args), "device computation failed");
@@ -42,6 +45,10 @@ void on_ready_trampoline(PJRT_Error* error, void* user_arg) {
 }  // namespace
 
 void Event::on_ready(std::function<void(const std::string&)> done) const {
+  if (event_ == nullptr) {
+    done("");
+    return;
+  }
   auto context = std::make_unique<OnReadyContext>(OnReadyContext{plugin_, std::move(done)});
   auto args = PJRT_ARGS(PJRT_Event_OnReady_Args);
   args.event = event_;

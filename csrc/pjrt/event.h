@@ -1,5 +1,7 @@
 #pragma once
 // Owner of one PJRT_Event. Destroying an event does not cancel the work it tracks.
+// A null event stands for work that is already complete (plugins return none for
+// some zero-sized transfers).
 #include <functional>
 #include <memory>
 #include <string>
