@@ -37,6 +37,31 @@ Runtime& Runtime::get() {
   return *instance;
 }
 
+void Runtime::track(const std::vector<pjrt::BufferPtr>& pending) {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  pending_.insert(pending_.end(), pending.begin(), pending.end());
+  // Bound the list in long loops that never synchronize: drop what has finished.
+  if (pending_.size() > 512) {
+    std::vector<std::weak_ptr<pjrt::Buffer>> still_running;
+    for (auto& weak : pending_) {
+      pjrt::BufferPtr buffer = weak.lock();
+      if (buffer != nullptr && !buffer->ready_event()->is_ready()) still_running.push_back(weak);
+    }
+    pending_.swap(still_running);
+  }
+}
+
+void Runtime::synchronize() {
+  std::vector<std::weak_ptr<pjrt::Buffer>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    waiting.swap(pending_);
+  }
+  for (auto& weak : waiting) {
+    if (pjrt::BufferPtr buffer = weak.lock()) buffer->ready_event()->await();
+  }
+}
+
 bool Runtime::is_initialized() { return instance != nullptr; }
 
 }  // namespace tpu::runtime

@@ -1,6 +1,8 @@
 #pragma once
 // The process-wide runtime: one PJRT plugin, its client and the program cache.
 #include <memory>
+#include <mutex>
+#include <vector>
 #include <string>
 
 #include "pjrt/client.h"
@@ -21,12 +23,20 @@ class Runtime {
   ProgramCache& programs() { return *programs_; }
   int device_count() const { return client_->device_count(); }
 
+  // Remembers buffers still being computed, so synchronize() can wait for them.
+  void track(const std::vector<pjrt::BufferPtr>& pending);
+  // Blocks until every tracked computation has finished; throws the first failure.
+  void synchronize();
+
  private:
   explicit Runtime(std::shared_ptr<pjrt::Plugin> plugin);
 
   std::shared_ptr<pjrt::Plugin> plugin_;
   std::unique_ptr<pjrt::Client> client_;
   std::unique_ptr<ProgramCache> programs_;
+  std::mutex pending_mutex_;
+  // Weak: a buffer nobody holds any more needs no waiting for.
+  std::vector<std::weak_ptr<pjrt::Buffer>> pending_;
 };
 
 }  // namespace tpu::runtime

@@ -144,23 +144,24 @@ Value write_strided(hlo::Builder& b, const Value& storage, const StridedView& vi
                     const Value& values) {
   const int64_t n = storage.dims().at(0);
   if (view.numel() == 0) return storage;
-  if (view.covers_exactly(n)) {
-    // Every element is written: the new storage is `values` laid out in memory order.
-    std::vector<int64_t> order = memory_order(view);
-    std::vector<int64_t> permutation = order;
-    for (size_t d = 0; d < view.sizes.size(); ++d) {
-      if (std::find(order.begin(), order.end(), static_cast<int64_t>(d)) == order.end()) {
-        permutation.push_back(static_cast<int64_t>(d));  // size-1 dims: any position
-      }
-    }
-    return b.reshape(b.transpose(values, permutation), {n});
-  }
+  if (view.covers_exactly(n)) return dense_storage(b, view, values);
   if (view.is_contiguous()) {
     Value flat = b.reshape(values, {view.numel()});
     Value start = b.constant(static_cast<double>(view.offset), ElementType::S64);
     return b.dynamic_update_slice(storage, flat, {start});
   }
   return b.scatter_1d(storage, flat_indices(b, view), values);
+}
+
+Value dense_storage(hlo::Builder& b, const StridedView& view, const Value& values) {
+  std::vector<int64_t> order = memory_order(view);
+  std::vector<int64_t> permutation = order;
+  for (size_t d = 0; d < view.sizes.size(); ++d) {
+    if (std::find(order.begin(), order.end(), static_cast<int64_t>(d)) == order.end()) {
+      permutation.push_back(static_cast<int64_t>(d));  // size-1 dims: any position
+    }
+  }
+  return b.reshape(b.transpose(values, permutation), {view.numel()});
 }
 
 Value reinterpret(hlo::Builder& b, const Value& storage, ElementType type) {

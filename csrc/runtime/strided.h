@@ -30,6 +30,10 @@ hlo::Value read_strided(hlo::Builder& b, const hlo::Value& storage, const Stride
 hlo::Value write_strided(hlo::Builder& b, const hlo::Value& storage, const StridedView& view,
                          const hlo::Value& values);
 
+// The storage contents when `view` addresses every element of a storage exactly
+// once (covers_exactly): `values` laid out in memory order.
+hlo::Value dense_storage(hlo::Builder& b, const StridedView& view, const hlo::Value& values);
+
 // The bytes of the 1-D `storage` seen as elements of `type` (a bit cast: what
 // Tensor.view(dtype) does). The byte length must divide evenly.
 hlo::Value reinterpret(hlo::Builder& b, const hlo::Value& storage, hlo::ElementType type);

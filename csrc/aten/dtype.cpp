@@ -1,0 +1,73 @@
+#include "aten/dtype.h"
+
+#include <c10/util/Exception.h>
+
+namespace tpu::aten {
+
+using hlo::ElementType;
+
+hlo::ElementType element_type(c10::ScalarType type) {
+  switch (type) {
+    case c10::kBool: return ElementType::Pred;
+    case c10::kChar: return ElementType::S8;
+    case c10::kShort: return ElementType::S16;
+    case c10::kInt: return ElementType::S32;
+    case c10::kLong: return ElementType::S64;
+    case c10::kByte: return ElementType::U8;
+    case c10::kUInt16: return ElementType::U16;
+    case c10::kUInt32: return ElementType::U32;
+    case c10::kUInt64: return ElementType::U64;
+    case c10::kHalf: return ElementType::F16;
+    case c10::kFloat: return ElementType::F32;
+    case c10::kDouble: return ElementType::F64;
+    case c10::kBFloat16: return ElementType::BF16;
+    case c10::kComplexFloat: return ElementType::C64;
+    case c10::kComplexDouble: return ElementType::C128;
+    default:
+      TORCH_CHECK_TYPE(false, "the tpu device does not support dtype ", type);
+  }
+}
+
+c10::ScalarType scalar_type(hlo::ElementType type) {
+  switch (type) {
+    case ElementType::Pred: return c10::kBool;
+    case ElementType::S8: return c10::kChar;
+    case ElementType::S16: return c10::kShort;
+    case ElementType::S32: return c10::kInt;
+    case ElementType::S64: return c10::kLong;
+    case ElementType::U8: return c10::kByte;
+    case ElementType::U16: return c10::kUInt16;
+    case ElementType::U32: return c10::kUInt32;
+    case ElementType::U64: return c10::kUInt64;
+    case ElementType::F16: return c10::kHalf;
+    case ElementType::F32: return c10::kFloat;
+    case ElementType::F64: return c10::kDouble;
+    case ElementType::BF16: return c10::kBFloat16;
+    case ElementType::C64: return c10::kComplexFloat;
+    case ElementType::C128: return c10::kComplexDouble;
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown element type");
+}
+
+PJRT_Buffer_Type buffer_type(hlo::ElementType type) {
+  switch (type) {
+    case ElementType::Pred: return PJRT_Buffer_Type_PRED;
+    case ElementType::S8: return PJRT_Buffer_Type_S8;
+    case ElementType::S16: return PJRT_Buffer_Type_S16;
+    case ElementType::S32: return PJRT_Buffer_Type_S32;
+    case ElementType::S64: return PJRT_Buffer_Type_S64;
+    case ElementType::U8: return PJRT_Buffer_Type_U8;
+    case ElementType::U16: return PJRT_Buffer_Type_U16;
+    case ElementType::U32: return PJRT_Buffer_Type_U32;
+    case ElementType::U64: return PJRT_Buffer_Type_U64;
+    case ElementType::F16: return PJRT_Buffer_Type_F16;
+    case ElementType::F32: return PJRT_Buffer_Type_F32;
+    case ElementType::F64: return PJRT_Buffer_Type_F64;
+    case ElementType::BF16: return PJRT_Buffer_Type_BF16;
+    case ElementType::C64: return PJRT_Buffer_Type_C64;
+    case ElementType::C128: return PJRT_Buffer_Type_C128;
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown element type");
+}
+
+}  // namespace tpu::aten

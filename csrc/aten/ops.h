@@ -1,0 +1,86 @@
+#pragma once
+// Declarations of the tpu kernels, grouped by the file that implements them.
+// registration.cpp maps ATen schemas to these.
+#include <ATen/core/Tensor.h>
+#include <c10/core/Scalar.h>
+
+namespace tpu::aten {
+
+// factories.cpp
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout,
+                               std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                               std::optional<c10::MemoryFormat> memory_format);
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device, std::optional<bool> pin_memory);
+at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value);
+at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value);
+at::Tensor& zero_(at::Tensor& self);
+at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step,
+                       at::Tensor& out);
+at::Tensor& eye_out(int64_t n, at::Tensor& out);
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out);
+
+// copy.cpp
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking);
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst);
+c10::Scalar local_scalar_dense(const at::Tensor& self);
+
+// views.cpp
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size);
+at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
+                      std::optional<int64_t> storage_offset);
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride);
+at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step);
+at::Tensor view_as_real(const at::Tensor& self);
+at::Tensor view_as_complex(const at::Tensor& self);
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format);
+at::Tensor& set_storage_(at::Tensor& self, c10::Storage source, int64_t storage_offset,
+                         c10::IntArrayRef size, c10::IntArrayRef stride);
+at::Tensor& set_source_storage_(at::Tensor& self, c10::Storage source);
+at::Tensor& set_tensor_(at::Tensor& self, const at::Tensor& source);
+at::Tensor& set_empty_(at::Tensor& self);
+
+// elementwise.cpp
+at::Tensor add(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha);
+at::Tensor& add_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha);
+at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha,
+                    at::Tensor& out);
+at::Tensor add_scalar(const at::Tensor& self, const c10::Scalar& other, const c10::Scalar& alpha);
+at::Tensor& add_scalar_(at::Tensor& self, const c10::Scalar& other, const c10::Scalar& alpha);
+at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha);
+at::Tensor& sub_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha);
+at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha,
+                    at::Tensor& out);
+at::Tensor sub_scalar(const at::Tensor& self, const c10::Scalar& other, const c10::Scalar& alpha);
+at::Tensor& sub_scalar_(at::Tensor& self, const c10::Scalar& other, const c10::Scalar& alpha);
+at::Tensor mul(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& mul_(at::Tensor& self, const at::Tensor& other);
+at::Tensor& mul_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+at::Tensor mul_scalar(const at::Tensor& self, const c10::Scalar& other);
+at::Tensor& mul_scalar_(at::Tensor& self, const c10::Scalar& other);
+at::Tensor div(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& div_(at::Tensor& self, const at::Tensor& other);
+at::Tensor& div_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+at::Tensor div_scalar(const at::Tensor& self, const c10::Scalar& other);
+at::Tensor& div_scalar_(at::Tensor& self, const c10::Scalar& other);
+at::Tensor relu(const at::Tensor& self);
+at::Tensor& relu_(at::Tensor& self);
+at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                              const c10::Scalar& threshold);
+
+// reduce.cpp
+at::Tensor sum(const at::Tensor& self, std::optional<c10::ScalarType> dtype);
+at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<c10::ScalarType> dtype);
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype, at::Tensor& out);
+
+// matmul.cpp
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
+
+}  // namespace tpu::aten

@@ -1,0 +1,197 @@
+#include "aten/program.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
+
+#include <cstring>
+
+#include "aten/device.h"
+#include "aten/dtype.h"
+#include "aten/storage.h"
+#include "runtime/metrics.h"
+#include "runtime/runtime.h"
+#include "runtime/strided.h"
+
+namespace tpu::aten {
+
+namespace {
+
+runtime::StridedView view_of(const at::Tensor& tensor) {
+  return runtime::StridedView{tensor.sizes().vec(), tensor.strides().vec(),
+                              tensor.storage_offset()};
+}
+
+// The bytes of `value` as one element of `type`, as the device stores it.
+std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarType type) {
+  std::vector<unsigned char> bytes(c10::elementSize(type));
+  auto put = [&](auto v) { std::memcpy(bytes.data(), &v, sizeof v); };
+  switch (type) {
+    case c10::kBool: put(static_cast<uint8_t>(value.to<bool>())); break;
+    case c10::kChar: put(value.to<int8_t>()); break;
+    case c10::kShort: put(value.to<int16_t>()); break;
+    case c10::kInt: put(value.to<int32_t>()); break;
+    case c10::kLong: put(value.to<int64_t>()); break;
+    case c10::kByte: put(value.to<uint8_t>()); break;
+    case c10::kUInt16: put(value.to<uint16_t>()); break;
+    case c10::kUInt32: put(value.to<uint32_t>()); break;
+    case c10::kUInt64: put(value.to<uint64_t>()); break;
+    case c10::kHalf: put(value.to<c10::Half>()); break;
+    case c10::kBFloat16: put(value.to<c10::BFloat16>()); break;
+    case c10::kFloat: put(value.to<float>()); break;
+    case c10::kDouble: put(value.to<double>()); break;
+    case c10::kComplexFloat: put(value.to<c10::complex<float>>()); break;
+    case c10::kComplexDouble: put(value.to<c10::complex<double>>()); break;
+    default: TORCH_CHECK_TYPE(false, "the tpu device does not support dtype ", type);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Program::Program(const char* op_name) : op_name_(op_name) {}
+
+void Program::check_device(const at::Tensor& tensor) {
+  int index = tensor.device().index();
+  if (device_ < 0) device_ = index;
+  TORCH_CHECK(index == device_,
+              "Expected all tensors to be on the same device, but found at least two devices, "
+              "tpu:", device_, " and tpu:", index, "!");
+}
+
+Program::StorageState& Program::state_of(const at::Tensor& tensor) {
+  runtime::DeviceStorage* storage = device_storage(tensor.storage());
+  TORCH_INTERNAL_ASSERT(storage != nullptr, "a non-empty tpu tensor has no device storage");
+  for (StorageState& state : storages_) {
+    if (state.storage == storage) return state;
+  }
+  storages_.push_back(StorageState{storage, tensor.storage(), hlo::Value{}, false, false});
+  return storages_.back();
+}
+
+hlo::Value Program::storage_value(StorageState& state) {
+  if (!state.has_value) {
+    materialize(*state.storage);
+    state.value = builder_.parameter(hlo::TensorType{state.storage->element_type(),
+                                                     {state.storage->elements()}});
+    state.has_value = true;
+    operands_.push_back(Operand{static_cast<int>(&state - storages_.data()), {}, {}});
+  }
+  return state.value;
+}
+
+hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType> as) {
+  c10::ScalarType target = as.value_or(tensor.scalar_type());
+  if (tensor.device().is_cpu()) {
+    TORCH_CHECK(tensor.dim() == 0,
+                "Expected all tensors to be on the same device, but found at least two devices, "
+                "tpu:", device_ < 0 ? current_device() : device_, " and cpu!");
+    return scalar(tensor.item(), target);
+  }
+  TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1,
+              "Expected all tensors to be on the same device, but found at least two devices, "
+              "tpu and ", tensor.device(), "!");
+  check_device(tensor);
+  hlo::ElementType type = element_type(tensor.scalar_type());
+  hlo::Value value;
+  if (tensor.numel() == 0) {
+    value = builder_.broadcast_to(builder_.constant(0, type), tensor.sizes().vec());
+  } else {
+    hlo::Value typed = runtime::reinterpret(builder_, storage_value(state_of(tensor)), type);
+    value = runtime::read_strided(builder_, typed, view_of(tensor));
+  }
+  return builder_.convert(value, element_type(target));
+}
+
+hlo::Value Program::scalar(const c10::Scalar& value, c10::ScalarType type) {
+  hlo::Value parameter = builder_.parameter(hlo::TensorType{element_type(type), {}});
+  operands_.push_back(Operand{-1, scalar_bytes(value, type), type});
+  return parameter;
+}
+
+void Program::write(const at::Tensor& out, const hlo::Value& value) {
+  TORCH_CHECK(out.device().type() == c10::DeviceType::PrivateUse1,
+              "Expected all tensors to be on the same device, but found at least two devices, "
+              "tpu and ", out.device(), "!");
+  check_device(out);
+  if (out.numel() == 0) return;
+  hlo::ElementType type = element_type(out.scalar_type());
+  hlo::Value shaped = builder_.broadcast_to(builder_.convert(value, type), out.sizes().vec());
+  StorageState& state = state_of(out);
+  runtime::StridedView view = view_of(out);
+  size_t element_bytes = hlo::byte_size(type);
+  int64_t elements = static_cast<int64_t>(state.storage->nbytes() / element_bytes);
+  if (state.storage->nbytes() % element_bytes == 0 && view.covers_exactly(elements)) {
+    state.value = runtime::dense_storage(builder_, view, shaped);
+  } else {
+    hlo::Value base = runtime::reinterpret(builder_, storage_value(state), type);
+    state.value = runtime::write_strided(builder_, base, view, shaped);
+  }
+  state.has_value = true;
+  state.written = true;
+}
+
+void Program::run() {
+  std::vector<hlo::Value> results;
+  std::vector<StorageState*> written;
+  for (StorageState& state : storages_) {
+    if (!state.written) continue;
+    results.push_back(state.value);
+    written.push_back(&state);
+  }
+  if (results.empty()) return;
+  runtime::Runtime& rt = runtime::Runtime::get();
+  const pjrt::Client& client = rt.client();
+  auto executable = rt.programs().get(builder_.module_text(results), device_);
+
+  std::vector<pjrt::BufferPtr> scalars;
+  std::vector<PJRT_Buffer*> arguments;
+  for (const Operand& operand : operands_) {
+    if (operand.storage >= 0) {
+      arguments.push_back(storages_[operand.storage].storage->buffer()->get());
+    } else {
+      scalars.push_back(client.buffer_from_host(operand.bytes.data(),
+                                                buffer_type(element_type(operand.type)), {},
+                                                device_));
+      arguments.push_back(scalars.back()->get());
+    }
+  }
+  std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments);
+  runtime::metrics().count_execution();
+  runtime::metrics().count_native(op_name_);
+  for (size_t i = 0; i < written.size(); ++i) {
+    written[i]->storage->set_buffer(outputs[i], results[i].element());
+  }
+  rt.track(outputs);
+}
+
+void materialize(runtime::DeviceStorage& storage) {
+  if (storage.has_buffer()) return;
+  std::vector<unsigned char> zeros(storage.nbytes(), 0);
+  storage.set_buffer(runtime::Runtime::get().client().buffer_from_host(
+                         zeros.data(), PJRT_Buffer_Type_U8,
+                         {static_cast<int64_t>(storage.nbytes())}, storage.device()),
+                     hlo::ElementType::U8);
+  runtime::metrics().count_host_to_device();
+}
+
+void copy_storage_prefix(runtime::DeviceStorage& src, runtime::DeviceStorage& dst) {
+  materialize(src);
+  hlo::Builder b;
+  hlo::Value source = b.parameter(hlo::TensorType{src.element_type(), {src.elements()}});
+  hlo::Value bytes = runtime::reinterpret(b, source, hlo::ElementType::U8);
+  int64_t have = static_cast<int64_t>(src.nbytes());
+  int64_t want = static_cast<int64_t>(dst.nbytes());
+  if (want <= have) {
+    bytes = b.slice(bytes, {0}, {want}, {1});
+  } else {
+    bytes = b.pad(bytes, b.constant(0, hlo::ElementType::U8), {0}, {want - have}, {0});
+  }
+  runtime::Runtime& rt = runtime::Runtime::get();
+  auto executable = rt.programs().get(b.module_text({bytes}), src.device());
+  std::vector<pjrt::BufferPtr> outputs = executable->execute({src.buffer()->get()});
+  runtime::metrics().count_execution();
+  dst.set_buffer(outputs[0], hlo::ElementType::U8);
+}
+
+}  // namespace tpu::aten

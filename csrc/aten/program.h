@@ -1,0 +1,74 @@
+#pragma once
+// A Program is what a lowering writes into: it turns tpu tensors (storage + view
+// metadata) into StableHLO values, collects the runtime operands, and on run()
+// compiles (once per distinct program text) and enqueues the program, then swaps
+// the results into the written storages.
+//
+//   Program p("aten::add.Tensor");
+//   hlo::Value x = p.read(self, compute_type);
+//   p.write(out, p.b().binary("add", x, y));
+//   p.run();
+#include <ATen/core/Tensor.h>
+#include <c10/core/Scalar.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "hlo/builder.h"
+#include "runtime/device_buffer.h"
+
+namespace tpu::aten {
+
+class Program {
+ public:
+  explicit Program(const char* op_name);
+
+  hlo::Builder& b() { return builder_; }
+
+  // The value of `tensor` (shape = its sizes), converted to `as` if given. A CPU
+  // tensor with no dimensions is taken as a runtime scalar, as CUDA does; any other
+  // CPU tensor is an error.
+  hlo::Value read(const at::Tensor& tensor, std::optional<c10::ScalarType> as = std::nullopt);
+  // A scalar operand passed at run time (so changing it never recompiles).
+  hlo::Value scalar(const c10::Scalar& value, c10::ScalarType type);
+  // Stores `value` into `out` (converted to out's dtype, broadcast to its shape);
+  // writes through views land in the base storage.
+  void write(const at::Tensor& out, const hlo::Value& value);
+
+  // Compiles if needed and enqueues the program. Returns at once; results are
+  // computed asynchronously.
+  void run();
+
+ private:
+  struct StorageState {
+    runtime::DeviceStorage* storage = nullptr;
+    c10::Storage keep_alive;
+    hlo::Value value;      // the storage's current 1-D contents in this program
+    bool has_value = false;
+    bool written = false;
+  };
+
+  StorageState& state_of(const at::Tensor& tensor);
+  hlo::Value storage_value(StorageState& state);
+  void check_device(const at::Tensor& tensor);
+
+  const char* op_name_;
+  hlo::Builder builder_;
+  int device_ = -1;
+  std::vector<StorageState> storages_;
+  // Run-time operands in parameter order: a storage (index into storages_) or a scalar buffer.
+  struct Operand {
+    int storage = -1;
+    std::vector<unsigned char> bytes;  // a scalar's value, uploaded by run()
+    c10::ScalarType type = c10::kFloat;
+  };
+  std::vector<Operand> operands_;
+};
+
+// Copies the first min(src, dst) bytes of `src` into the (empty) `dst`, zero-filling the rest.
+void copy_storage_prefix(runtime::DeviceStorage& src, runtime::DeviceStorage& dst);
+
+// Makes sure `storage` holds a buffer (a never-written storage reads as zeros).
+void materialize(runtime::DeviceStorage& storage);
+
+}  // namespace tpu::aten

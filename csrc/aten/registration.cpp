@@ -1,0 +1,74 @@
+// The tpu ATen surface in one place: which schema runs which kernel. Everything
+// not listed here runs on the CPU through the fallback (fallback.cpp).
+#include <torch/library.h>
+
+#include "aten/ops.h"
+
+namespace tpu::aten {
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // factories.cpp
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("fill_.Scalar", TORCH_FN(fill_scalar_));
+  m.impl("fill_.Tensor", TORCH_FN(fill_tensor_));
+  m.impl("zero_", TORCH_FN(zero_));
+  m.impl("arange.start_out", TORCH_FN(arange_out));
+  m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("eye.m_out", TORCH_FN(eye_m_out));
+
+  // copy.cpp
+  m.impl("copy_", TORCH_FN(copy_));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+
+  // views.cpp
+  m.impl("view", TORCH_FN(view));
+  m.impl("as_strided", TORCH_FN(as_strided));
+  m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  m.impl("unfold", TORCH_FN(unfold));
+  m.impl("view_as_real", TORCH_FN(view_as_real));
+  m.impl("view_as_complex", TORCH_FN(view_as_complex));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_));
+  m.impl("set_.source_Storage", TORCH_FN(set_source_storage_));
+  m.impl("set_.source_Tensor", TORCH_FN(set_tensor_));
+  m.impl("set_", TORCH_FN(set_empty_));
+
+  // elementwise.cpp
+  m.impl("add.Tensor", TORCH_FN(add));
+  m.impl("add_.Tensor", TORCH_FN(add_));
+  m.impl("add.out", TORCH_FN(add_out));
+  m.impl("add.Scalar", TORCH_FN(add_scalar));
+  m.impl("add_.Scalar", TORCH_FN(add_scalar_));
+  m.impl("sub.Tensor", TORCH_FN(sub));
+  m.impl("sub_.Tensor", TORCH_FN(sub_));
+  m.impl("sub.out", TORCH_FN(sub_out));
+  m.impl("sub.Scalar", TORCH_FN(sub_scalar));
+  m.impl("sub_.Scalar", TORCH_FN(sub_scalar_));
+  m.impl("mul.Tensor", TORCH_FN(mul));
+  m.impl("mul_.Tensor", TORCH_FN(mul_));
+  m.impl("mul.out", TORCH_FN(mul_out));
+  m.impl("mul.Scalar", TORCH_FN(mul_scalar));
+  m.impl("mul_.Scalar", TORCH_FN(mul_scalar_));
+  m.impl("div.Tensor", TORCH_FN(div));
+  m.impl("div_.Tensor", TORCH_FN(div_));
+  m.impl("div.out", TORCH_FN(div_out));
+  m.impl("div.Scalar", TORCH_FN(div_scalar));
+  m.impl("div_.Scalar", TORCH_FN(div_scalar_));
+  m.impl("relu", TORCH_FN(relu));
+  m.impl("relu_", TORCH_FN(relu_));
+  m.impl("threshold_backward", TORCH_FN(threshold_backward));
+
+  // reduce.cpp
+  m.impl("sum", TORCH_FN(sum));
+  m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
+  m.impl("sum.IntList_out", TORCH_FN(sum_out));
+
+  // matmul.cpp
+  m.impl("mm", TORCH_FN(mm));
+  m.impl("mm.out", TORCH_FN(mm_out));
+}
+
+}  // namespace tpu::aten

@@ -1,0 +1,109 @@
+// torch_tpu._C: the Python entry points of the runtime (initialisation, device
+// queries, memory statistics, metrics, fallback mode, generators).
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "aten/device.h"
+#include "aten/fallback.h"
+#include "aten/generator.h"
+#include "runtime/memory.h"
+#include "runtime/metrics.h"
+#include "runtime/runtime.h"
+
+namespace py = pybind11;
+
+namespace tpu {
+namespace {
+
+py::dict plugin_info() {
+  runtime::Runtime& rt = runtime::Runtime::get();
+  const pjrt::Plugin& plugin = rt.client().plugin();
+  py::dict info;
+  info["path"] = plugin.path();
+  info["api_version"] =
+      std::to_string(plugin.api_major()) + "." + std::to_string(plugin.api_minor());
+  info["platform_name"] = rt.client().platform_name();
+  info["platform_version"] = rt.client().platform_version();
+  py::dict attributes;
+  for (const auto& [key, value] : plugin.attributes()) attributes[py::str(key)] = value;
+  info["attributes"] = attributes;
+  return info;
+}
+
+py::dict device_properties(int device) {
+  aten::check_device_index(static_cast<c10::DeviceIndex>(device));
+  pjrt::DeviceInfo info = runtime::Runtime::get().client().device_info(device);
+  py::dict out;
+  out["id"] = info.id;
+  out["kind"] = info.kind;
+  out["description"] = info.description;
+  return out;
+}
+
+py::dict memory_stats(int device) {
+  runtime::MemoryStats s = runtime::memory().stats(device);
+  py::dict out;
+  out["allocated_bytes.all.current"] = s.allocated;
+  out["allocated_bytes.all.peak"] = s.peak;
+  out["allocation.all.current"] = s.allocations;
+  out["allocation.all.allocated"] = s.total_allocations;
+  out["limit_bytes"] = s.limit;
+  return out;
+}
+
+py::dict metrics_snapshot() {
+  runtime::MetricsSnapshot s = runtime::metrics().snapshot();
+  py::dict out;
+  out["compiles"] = s.compiles;
+  out["cache_hits"] = s.cache_hits;
+  out["executions"] = s.executions;
+  out["host_to_device"] = s.host_to_device;
+  out["device_to_host"] = s.device_to_host;
+  out["compile_seconds"] = s.compile_seconds;
+  out["cpu_fallbacks"] = s.cpu_fallbacks;
+  out["native_ops"] = s.native_ops;
+  return out;
+}
+
+
+}  // namespace
+}  // namespace tpu
+
+PYBIND11_MODULE(_C, m) {
+  using namespace tpu;
+  m.def("_initialize", [](const std::string& path) { runtime::Runtime::initialize(path); },
+        py::arg("plugin_path"));
+  m.def("_is_initialized", &runtime::Runtime::is_initialized);
+  m.def("_plugin_info", &plugin_info);
+  m.def("_device_count", [] { return static_cast<int>(aten::device_count()); });
+  m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });
+  m.def("_set_device",
+        [](int device) { aten::set_current_device(static_cast<c10::DeviceIndex>(device)); });
+  m.def("_device_properties", &device_properties);
+  m.def("_synchronize", [] {
+    py::gil_scoped_release no_gil;
+    runtime::Runtime::get().synchronize();
+  });
+  m.def("_memory_stats", &memory_stats);
+  m.def("_reset_peak_memory_stats", [](int device) { runtime::memory().reset_peak(device); });
+  m.def("_set_memory_limit", [](int64_t bytes) { runtime::memory().set_limit(bytes); });
+  m.def("_metrics_snapshot", &metrics_snapshot);
+  m.def("_metrics_reset", [] { runtime::metrics().reset(); });
+  m.def("_compiled_program_count",
+        [] { return runtime::Runtime::get().programs().size(); });
+  m.def("_set_fallback_mode", [](const std::string& mode) {
+    aten::set_fallback_mode(aten::parse_fallback_mode(mode));
+  });
+  m.def("_get_fallback_mode", [] {
+    switch (aten::fallback_mode()) {
+      case aten::FallbackMode::Warn: return "warn";
+      case aten::FallbackMode::Silent: return "silent";
+      case aten::FallbackMode::Error: return "error";
+    }
+    return "warn";
+  });
+  m.def("_default_generator", [](int device) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(aten::default_generator(static_cast<c10::DeviceIndex>(device))));
+  });
+}

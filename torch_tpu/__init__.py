@@ -1,0 +1,64 @@
+"""torch_tpu: PyTorch's ``tpu`` device, served by a PJRT plugin.
+
+>>> import torch, torch_tpu
+>>> x = torch.randn(4, 4, device="tpu")
+>>> (x @ x.T).relu().sum().item()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from torch_tpu import _versions
+
+_versions.check_torch()
+
+import torch  # noqa: E402
+
+from torch_tpu import _plugin  # noqa: E402
+
+_PLUGIN_PATH, _PLATFORM = _plugin.find_plugin()
+_versions.check_cpu_plugin(_PLATFORM)
+
+from torch_tpu import _C  # noqa: E402
+
+_C._initialize(_PLUGIN_PATH)
+
+torch.utils.rename_privateuse1_backend("tpu")
+
+from torch_tpu import device as _device_module  # noqa: E402
+from torch_tpu import metrics  # noqa: E402,F401
+
+torch._register_device_module("tpu", _device_module)
+torch.utils.generate_methods_for_privateuse1_backend(
+    for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+)
+
+__version__ = "0.1.0"
+__all__ = ["coverage", "metrics", "platform", "plugin_info"]
+
+
+def platform() -> str:
+    """The platform serving the ``tpu`` device: ``"tpu"``, ``"cuda"``, ``"cpu"`` (or ``"custom"``).
+
+    >>> torch_tpu.platform()  # doctest: +SKIP
+    'cpu'
+    """
+    return _PLATFORM
+
+
+def plugin_info() -> dict:
+    """The loaded PJRT plugin: path, C API version, platform name and version, attributes.
+
+    >>> torch_tpu.plugin_info()["api_version"]  # doctest: +SKIP
+    '0.81'
+    """
+    return _C._plugin_info()
+
+
+def coverage() -> list[str]:
+    """The ATen operator overloads with a native tpu kernel (everything else falls back to CPU).
+
+    >>> "aten::mm" in torch_tpu.coverage()
+    True
+    """
+    names = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+    return sorted(name for name in names if name.startswith("aten::"))

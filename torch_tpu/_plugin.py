@@ -1,0 +1,86 @@
+"""Finding the PJRT plugin that serves the ``tpu`` device.
+
+Order (see DESIGN.md): ``TORCH_TPU_PJRT_PLUGIN`` (a path) wins; else
+``TORCH_TPU_PLATFORM`` (tpu, cuda or cpu) picks a platform; else the first of
+tpu, cuda, cpu whose plugin package is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+PLATFORMS = ("tpu", "cuda", "cpu")
+
+# platform -> (python package holding the plugin, library file in it, pip package)
+_PLUGIN_PACKAGES = {
+    "tpu": ("libtpu", "libtpu.so", "libtpu"),
+    "cuda": ("jax_plugins.xla_cuda13", "xla_cuda_plugin.so", "jax-cuda13-pjrt"),
+    "cpu": ("xla_plugins.xla_cpu_pjrt", "xla_cpu_pjrt.so", "xla-cpu-pjrt==0.0.1"),
+}
+
+
+class PluginNotFoundError(ImportError):
+    """No PJRT plugin could be found; the message lists what was searched."""
+
+
+def _installed_path(platform: str) -> str | None:
+    module, library, _ = _PLUGIN_PACKAGES[platform]
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        path = os.path.join(folder, library)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _install_hint() -> str:
+    return "; ".join(f"{p}: pip install {_PLUGIN_PACKAGES[p][2]}" for p in PLATFORMS)
+
+
+def find_plugin() -> tuple[str, str]:
+    """Returns ``(path, platform)`` of the plugin to load, or raises PluginNotFoundError.
+
+    >>> path, platform = find_plugin()  # e.g. (".../xla_cpu_pjrt.so", "cpu")
+    """
+    explicit = os.environ.get("TORCH_TPU_PJRT_PLUGIN")
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise PluginNotFoundError(
+                f"TORCH_TPU_PJRT_PLUGIN={explicit!r} does not name a file. "
+                f"Point it at a PJRT plugin .so, or unset it to use an installed one ({_install_hint()})."
+            )
+        return explicit, os.environ.get("TORCH_TPU_PLATFORM", "custom")
+
+    wanted = os.environ.get("TORCH_TPU_PLATFORM")
+    if wanted:
+        if wanted not in PLATFORMS:
+            raise PluginNotFoundError(
+                f"TORCH_TPU_PLATFORM={wanted!r} is not one of {', '.join(PLATFORMS)}."
+            )
+        path = _installed_path(wanted)
+        if path is None:
+            module, library, package = _PLUGIN_PACKAGES[wanted]
+            raise PluginNotFoundError(
+                f"TORCH_TPU_PLATFORM={wanted} but its PJRT plugin is not installed "
+                f"(looked for {library} in the Python package {module}). "
+                f"Install it with: pip install {package}"
+            )
+        return path, wanted
+
+    searched = []
+    for platform in PLATFORMS:
+        path = _installed_path(platform)
+        if path is not None:
+            return path, platform
+        module, library, _ = _PLUGIN_PACKAGES[platform]
+        searched.append(f"{library} in {module}")
+    raise PluginNotFoundError(
+        "torch_tpu found no PJRT plugin. Searched: " + ", ".join(searched) + ". "
+        f"Install one ({_install_hint()}), or set TORCH_TPU_PJRT_PLUGIN=/path/to/plugin.so."
+    )

@@ -1,0 +1,218 @@
+"""The ``torch.tpu`` device module: device selection, synchronization, random
+state and memory statistics, named as in ``torch.cuda``.
+
+>>> torch.tpu.device_count() >= 1
+True
+>>> torch.tpu.memory_allocated()  # doctest: +SKIP
+0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torch_tpu import _C
+
+
+def _index(device: Any = None) -> int:
+    if device is None:
+        return _C._current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != "tpu":
+        raise ValueError(f"expected a tpu device, got {device}")
+    return _C._current_device() if device.index is None else device.index
+
+
+def is_available() -> bool:
+    """Whether a tpu device exists (always true once torch_tpu imported)."""
+    return _C._device_count() > 0
+
+
+def is_initialized() -> bool:
+    return _C._is_initialized()
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def _lazy_init() -> None:
+    """The runtime is initialized when torch_tpu is imported; nothing is deferred."""
+
+
+def device_count() -> int:
+    """The number of tpu devices the PJRT plugin exposes."""
+    return _C._device_count()
+
+
+def current_device() -> int:
+    """The index of the current tpu device of this thread."""
+    return _C._current_device()
+
+
+def set_device(device: Any) -> None:
+    """Makes ``device`` (an index, ``"tpu:1"`` or a torch.device) the current tpu device."""
+    _C._set_device(_index(device))
+
+
+class device:
+    """Context manager that changes the current tpu device.
+
+    >>> with torch.tpu.device(0):
+    ...     x = torch.zeros(2, device="tpu")
+    """
+
+    def __init__(self, device: Any):
+        self.index = _index(device)
+        self.previous = -1
+
+    def __enter__(self):
+        self.previous = _C._current_device()
+        _C._set_device(self.index)
+
+    def __exit__(self, *exc):
+        _C._set_device(self.previous)
+        return False
+
+
+def synchronize(device: Any = None) -> None:
+    """Waits until every program enqueued so far has finished (raising its error if one failed)."""
+    _C._synchronize()
+
+
+def get_device_name(device: Any = None) -> str:
+    """The device kind the plugin reports, e.g. ``"cpu"`` or ``"TPU v5 lite"``."""
+    return _C._device_properties(_index(device))["kind"]
+
+
+class _DeviceProperties:
+    def __init__(self, index: int):
+        info = _C._device_properties(index)
+        plugin = _C._plugin_info()
+        self.index = index
+        self.name = info["kind"]
+        self.description = info["description"]
+        self.platform = plugin["platform_name"]
+        self.platform_version = plugin["platform_version"]
+        self.pjrt_api_version = plugin["api_version"]
+        self.total_memory = _C._memory_stats(index)["limit_bytes"]
+
+    def __repr__(self) -> str:
+        return (
+            f"_TpuDeviceProperties(name='{self.name}', platform='{self.platform}', "
+            f"pjrt_api_version='{self.pjrt_api_version}', total_memory={self.total_memory})"
+        )
+
+
+def get_device_properties(device: Any = None) -> _DeviceProperties:
+    """Name, platform (tpu/cuda/cpu), PJRT API version and memory cap of a device.
+
+    >>> torch.tpu.get_device_properties(0).platform  # doctest: +SKIP
+    'cpu'
+    """
+    index = _index(device)
+    if not 0 <= index < device_count():
+        raise ValueError(f"Invalid device index tpu:{index}: there are {device_count()} tpu devices")
+    return _DeviceProperties(index)
+
+
+# --- random numbers -----------------------------------------------------------------
+
+
+def default_generator(device: Any = None) -> torch.Generator:
+    """The default torch.Generator of a tpu device."""
+    return _C._default_generator(_index(device))
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the current tpu device's generator."""
+    default_generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seeds the generators of every tpu device."""
+    for index in range(device_count()):
+        default_generator(index).manual_seed(int(seed))
+
+
+def seed() -> None:
+    """Seeds the current device's generator with a random number."""
+    default_generator().seed()
+
+
+def seed_all() -> None:
+    for index in range(device_count()):
+        default_generator(index).seed()
+
+
+def initial_seed() -> int:
+    return default_generator().initial_seed()
+
+
+def get_rng_state(device: Any = "tpu") -> torch.Tensor:
+    """The generator state of a device, as a uint8 CPU tensor."""
+    return default_generator(device).get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = "tpu") -> None:
+    default_generator(device).set_state(new_state)
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
+    for index, state in enumerate(new_states):
+        set_rng_state(state, index)
+
+
+# --- memory ---------------------------------------------------------------------------
+
+
+def memory_stats(device: Any = None) -> dict[str, int]:
+    """Counters of live tpu storages, keyed as in torch.cuda.memory_stats()."""
+    return dict(_C._memory_stats(_index(device)))
+
+
+def memory_allocated(device: Any = None) -> int:
+    """Bytes held by live tpu tensors' storages on the device."""
+    return _C._memory_stats(_index(device))["allocated_bytes.all.current"]
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    """The peak of memory_allocated() since start or the last reset_peak_memory_stats()."""
+    return _C._memory_stats(_index(device))["allocated_bytes.all.peak"]
+
+
+def memory_reserved(device: Any = None) -> int:
+    """Equal to memory_allocated(): torch_tpu keeps no cache of freed memory."""
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return max_memory_allocated(device)
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    _C._reset_peak_memory_stats(_index(device))
+
+
+def empty_cache() -> None:
+    """Nothing to release: freed tensors return their buffers to the plugin at once."""
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes under the TORCH_TPU_HBM_BYTES cap; without a cap, total is
+    the host's physical memory (the CPU plugin) and free is total minus allocated."""
+    stats = _C._memory_stats(_index(device))
+    total = stats["limit_bytes"]
+    if total <= 0:
+        import os
+
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(total - stats["allocated_bytes.all.current"], 0), total

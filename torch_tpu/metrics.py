@@ -1,0 +1,23 @@
+"""Counters of what the tpu runtime did: compiles, program-cache hits, executions,
+transfers, native ops and CPU fallbacks (by operator).
+
+>>> torch_tpu.metrics.reset()
+>>> y = torch.ones(3, device="tpu") + 1
+>>> torch_tpu.metrics.snapshot()["executions"] >= 1
+True
+"""
+
+from __future__ import annotations
+
+from torch_tpu import _C
+
+
+def snapshot() -> dict:
+    """A copy of the counters: compiles, cache_hits, executions, host_to_device,
+    device_to_host, compile_seconds, native_ops and cpu_fallbacks (dicts op -> calls)."""
+    return _C._metrics_snapshot()
+
+
+def reset() -> None:
+    """Sets every counter back to zero (compiled programs stay cached)."""
+    _C._metrics_reset()
