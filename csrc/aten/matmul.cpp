@@ -1,4 +1,4 @@
-// Matrix products: mm.
+// Matrix products: mm, addmm.
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 
@@ -20,16 +20,45 @@ void check_mm(const at::Tensor& self, const at::Tensor& mat2) {
               mat2.dtype());
 }
 
-void lower_mm(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& out) {
-  c10::ScalarType type = self.scalar_type();
+c10::ScalarType accumulate_type(c10::ScalarType type) {
   // Half-precision products accumulate in float32, as on PyTorch's CPU.
-  c10::ScalarType accumulate =
-      type == c10::kHalf || type == c10::kBFloat16 ? c10::kFloat : type;
+  return type == c10::kHalf || type == c10::kBFloat16 ? c10::kFloat : type;
+}
+
+hlo::Value product(Program& p, const at::Tensor& mat1, const at::Tensor& mat2) {
+  return p.b().dot_general(p.read(mat1), p.read(mat2), {}, {}, {1}, {0},
+                           element_type(accumulate_type(mat1.scalar_type())));
+}
+
+void lower_mm(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& out) {
   Program p("aten::mm");
+  p.write(out, product(p, self, mat2));
+  p.run();
+}
+
+// out = beta * self + alpha * (mat1 @ mat2); beta == 0 ignores self (even NaNs), as PyTorch does.
+void lower_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                 const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& out) {
+  check_mm(mat1, mat2);
+  TORCH_CHECK(self.scalar_type() == mat1.scalar_type(),
+              "self and mat2 must have the same dtype, but got ", self.dtype(), " and ",
+              mat1.dtype());
+  std::vector<int64_t> shape{mat1.size(0), mat2.size(1)};
+  c10::ScalarType accumulate = accumulate_type(mat1.scalar_type());
+  Program p("aten::addmm");
   auto& b = p.b();
-  hlo::Value product = b.dot_general(p.read(self), p.read(mat2), {}, {}, {1}, {0},
-                                     element_type(accumulate));
-  p.write(out, product);
+  hlo::Value result = product(p, mat1, mat2);
+  if (!(alpha.isIntegral(true) && alpha.to<int64_t>() == 1)) {
+    result = b.binary("multiply", result, b.broadcast_to(p.scalar(alpha, accumulate), shape));
+  }
+  if (!(beta.isIntegral(true) && beta.to<int64_t>() == 0)) {
+    hlo::Value bias = b.broadcast_to(p.read(self, accumulate), shape);
+    if (!(beta.isIntegral(true) && beta.to<int64_t>() == 1)) {
+      bias = b.binary("multiply", bias, b.broadcast_to(p.scalar(beta, accumulate), shape));
+    }
+    result = b.binary("add", result, bias);
+  }
+  p.write(out, result);
   p.run();
 }
 
@@ -49,6 +78,36 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
   at::native::resize_output(out, {self.size(0), mat2.size(1)});
   lower_mm(self, mat2, out);
   return out;
+}
+
+}  // namespace tpu::aten
+
+namespace tpu::aten {
+
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                 const c10::Scalar& beta, const c10::Scalar& alpha) {
+  check_mm(mat1, mat2);
+  at::Tensor out = at::empty({mat1.size(0), mat2.size(1)}, mat1.options());
+  lower_addmm(self, mat1, mat2, beta, alpha, out);
+  return out;
+}
+
+at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                      const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  check_mm(mat1, mat2);
+  at::native::resize_output(out, {mat1.size(0), mat2.size(1)});
+  lower_addmm(self, mat1, mat2, beta, alpha, out);
+  return out;
+}
+
+at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                   const c10::Scalar& beta, const c10::Scalar& alpha) {
+  check_mm(mat1, mat2);
+  TORCH_CHECK(self.sizes() == c10::IntArrayRef({mat1.size(0), mat2.size(1)}),
+              "The input tensor must be a matrix with size ", mat1.size(0), "x", mat2.size(1),
+              ", but got a ", self.dim(), "-D tensor with size ", self.sizes());
+  lower_addmm(self, mat1, mat2, beta, alpha, self);
+  return self;
 }
 
 }  // namespace tpu::aten

@@ -82,5 +82,18 @@ at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 // matmul.cpp
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                 const c10::Scalar& beta, const c10::Scalar& alpha);
+at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                      const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out);
+at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                   const c10::Scalar& beta, const c10::Scalar& alpha);
+
+// loss.cpp
+at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction);
+at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                         at::Tensor& out);
+at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                             const at::Tensor& target, int64_t reduction);
 
 }  // namespace tpu::aten

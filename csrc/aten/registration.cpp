@@ -69,6 +69,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // matmul.cpp
   m.impl("mm", TORCH_FN(mm));
   m.impl("mm.out", TORCH_FN(mm_out));
+  m.impl("addmm", TORCH_FN(addmm));
+  m.impl("addmm.out", TORCH_FN(addmm_out));
+  m.impl("addmm_", TORCH_FN(addmm_));
+
+  // loss.cpp
+  m.impl("mse_loss", TORCH_FN(mse_loss));
+  m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
+  m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
 }
 
 }  // namespace tpu::aten

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian/Ubuntu machine for torch_tpu and builds it:
+#   build tools from Debian (cmake, ninja, ccache, g++, GoogleTest),
+#   torch 2.13.0 and the CPU PJRT plugin from PyPI, then torch_tpu itself.
+# --test also installs what the test suite needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+debian_packages=(cmake ninja-build ccache g++ libgtest-dev)
+missing=()
+for package in "${debian_packages[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "== installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python_packages=(torch==2.13.0 xla-cpu-pjrt==0.0.1 numpy)
+if [ "${1:-}" = "--test" ]; then
+  python_packages+=(pytest expecttest hypothesis)
+fi
+echo "== installing Python packages: ${python_packages[*]}"
+"$PYTHON" -m pip install -q --disable-pip-version-check "${python_packages[@]}"
+
+echo "== building torch_tpu"
+"$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: the C++ core's GoogleTest tests, then pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+build_dir=${TORCH_TPU_BUILD_DIR:-build}
+
+echo "== C++ tests: csrc/pjrt, csrc/hlo, csrc/runtime (GoogleTest)"
+"$build_dir/tpu_core_tests" --gtest_brief=1
+
+echo "== Python tests (pytest)"
+"$PYTHON" -m pytest tests -q -p no:cacheprovider "$@"

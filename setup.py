@@ -1,0 +1,51 @@
+"""Builds torch_tpu's C++ core and its PyTorch extension with CMake + Ninja.
+
+Install with the already-installed torch (never a fresh one from PyPI):
+    pip install --no-build-isolation -e .
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name: str):
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext: Extension) -> None:
+        build_dir = os.environ.get("TORCH_TPU_BUILD_DIR", os.path.join(ROOT, "build"))
+        subprocess.check_call(
+            [
+                "cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
+                f"-DPython3_EXECUTABLE={sys.executable}",
+                f"-DCMAKE_BUILD_TYPE={os.environ.get('TORCH_TPU_BUILD_TYPE', 'Release')}",
+            ]
+        )
+        subprocess.check_call(["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 2)])
+        # CMake writes the module into torch_tpu/; copy it where setuptools expects it.
+        built = os.path.join(ROOT, "torch_tpu", os.path.basename(self.get_ext_filename(ext.name)))
+        target = self.get_ext_fullpath(ext.name)
+        if os.path.abspath(built) != os.path.abspath(target):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(built, target)
+
+
+setup(
+    name="torch_tpu",
+    version="0.1.0",
+    description="A native PyTorch backend for TPUs through the PJRT C API",
+    packages=find_packages(include=["torch_tpu", "torch_tpu.*"]),
+    ext_modules=[CMakeExtension("torch_tpu._C")],
+    cmdclass={"build_ext": CMakeBuild},
+    install_requires=["torch==2.13.0", "xla-cpu-pjrt==0.0.1", "numpy"],
+    python_requires=">=3.10",
+)
