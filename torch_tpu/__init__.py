@@ -24,8 +24,11 @@ _C._initialize(_PLUGIN_PATH)
 
 torch.utils.rename_privateuse1_backend("tpu")
 
+from torch_tpu import _printing  # noqa: E402
 from torch_tpu import device as _device_module  # noqa: E402
 from torch_tpu import metrics  # noqa: E402,F401
+
+_printing.install()
 
 torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(
