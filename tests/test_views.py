@@ -46,6 +46,7 @@ def assert_same_meta(t, c, what):
         f"{what}: storage_offset {t.storage_offset()} != {c.storage_offset()}"
     )
     assert t.is_contiguous() == c.is_contiguous(), f"{what}: is_contiguous differs"
+    assert t._is_view() == c._is_view(), f"{what}: _is_view differs"
     if t.dim() == 4:
         assert t.is_contiguous(memory_format=torch.channels_last) == c.is_contiguous(
             memory_format=torch.channels_last
@@ -74,7 +75,7 @@ def check(fn, *inputs, compare_inputs=True):
             c_shared = _storage_key(cpu_all[i]) == _storage_key(cpu_all[j])
             t_shared = _storage_key(tpu_all[i]) == _storage_key(tpu_all[j])
             assert c_shared == t_shared, f"storage sharing of tensors {i},{j}: tpu {t_shared} cpu {c_shared}"
-            if c_shared:
+            if c_shared and cpu_all[i].numel() and cpu_all[j].numel():
                 assert (tpu_all[i].data_ptr() - tpu_all[j].data_ptr()) == (
                     cpu_all[i].data_ptr() - cpu_all[j].data_ptr()
                 ), f"data_ptr distance of tensors {i},{j}"
@@ -99,6 +100,10 @@ def m234():
 
 def sq(n=5):
     return torch.arange(n * n, dtype=torch.float32).reshape(n, n) - 7.5
+
+
+def cplx():
+    return torch.complex(torch.arange(6.0) - 2, torch.arange(6.0) * 0.5)
 
 
 def vec(n=12):
@@ -165,6 +170,11 @@ READ_CASES = {
     "view_dtype_i32_of_slice": (lambda x: x[1:3, 2:].view(torch.int32), m46),
     "view_dtype_i16_of_transposed_rows": (lambda x: x[1].view(torch.int16), m46),
     "view_as_real": (lambda x: torch.view_as_real(torch.view_as_complex(x.view(4, 3, 2))), m46),
+    "view_dtype_u8_slice_as_i16": (lambda x: x.view(torch.uint8)[:, 2:10].view(torch.int16), sq),
+    "view_dtype_i64_as_i32": (lambda x: x.view(torch.int32), lambda: m46(torch.int64) * -3),
+    "view_dtype_f64_as_f32": (lambda x: x.view(torch.float32)[:, 1::2], lambda: m46(torch.float64) / 3),
+    "view_as_complex": (lambda x: torch.view_as_complex(x.view(12, 2)), m46),
+    "view_as_real_of_complex": (lambda x: torch.view_as_real(x)[1:, 1], cplx),
     "view_as_complex_values": (lambda x: torch.view_as_complex(x.view(12, 2)).abs(), m46),
     "chain_t_slice_unsqueeze_transpose": (
         lambda x: x.t()[1:, ::2].unsqueeze(0).transpose(0, 2),
@@ -190,10 +200,21 @@ def test_read_view(name):
 
 
 def test_view_of_tpu_tensor_is_tpu_and_aliases():
-    x = m46().to(TPU)
-    for v in (x.t(), x[1], x[:, ::2], x.view(-1), x.unfold(1, 2, 2), x.diagonal(), x.view(torch.int32)):
+    c = m46().clone()
+    x = c.to(TPU)
+    makers = [
+        lambda a: a.t(),
+        lambda a: a[1],
+        lambda a: a[:, ::2],
+        lambda a: a.view(-1),
+        lambda a: a.unfold(1, 2, 2),
+        lambda a: a.diagonal(),
+        lambda a: a.view(torch.int32),
+    ]
+    for make in makers:
+        v, cv = make(x), make(c)
         assert v.device == x.device
-        assert v._base is x
+        assert (v._base is x) == (cv._base is c)
         assert v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
 
 
@@ -340,6 +361,24 @@ def _write_float_see_in_int_view(x):
     return xi
 
 
+def _write_u8_slice_i16_view(x):
+    v = x.view(torch.uint8)[:, 2:10].view(torch.int16)
+    v.fill_(0x1234)
+    return v, x
+
+
+def _write_i64_as_i32(x):
+    v = x.view(torch.int32)
+    v[:, ::2] = 7  # low words (little-endian)
+    return v, x
+
+
+def _write_f64_as_f32(x):
+    v = x.view(torch.float32)[1:3]
+    v.mul_(-1)
+    return v, x
+
+
 def _write_as_strided(x):
     v = x.as_strided((2, 2), (6, 2), 1)
     v.add_(10)
@@ -450,6 +489,9 @@ WRITE_CASES = {
     "write_through_uint8_view": (_write_u8_view, [sq]),
     "write_through_bf16_view": (_write_bf16_view, [sq]),
     "float_write_seen_in_int_view": (_write_float_see_in_int_view, [sq]),
+    "write_u8_slice_as_int16_view": (_write_u8_slice_i16_view, [sq]),
+    "write_int64_as_int32_view": (_write_i64_as_i32, [lambda: m46(torch.int64) * -3]),
+    "write_float64_as_float32_view": (_write_f64_as_f32, [lambda: m46(torch.float64) / 3]),
     "write_as_strided": (_write_as_strided, [m46]),
     "write_chain": (_write_chain, [m46]),
     "write_row_seen_in_step_view": (_write_select_then_view, [m46]),
@@ -683,7 +725,7 @@ def _set_storage_other_dtype_write(x, y):
 
 
 def _set_tensor(x, y):
-    v = x[1:, ::2]
+    v = x.view(4, 6)[1:, ::2]
     y.set_(v)
     y.add_(100)
     return y, v, x
@@ -769,7 +811,7 @@ def test_set_cpu_storage_into_tpu_rejected():
     ids=["base", "t", "cols", "rows", "one_col", "one_row", "expand", "permute"],
 )
 def test_is_contiguous_strides_offset(make):
-    c = m46()
+    c = m46().clone()
     t = c.to(TPU)
     tv, cv = make(t), make(c)
     assert_same_meta(tv, cv, "view")

@@ -4,6 +4,11 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
 
+namespace tpu::hlo {
+class Builder;
+struct Value;
+}  // namespace tpu::hlo
+
 namespace tpu::aten {
 
 // factories.cpp
@@ -71,6 +76,31 @@ at::Tensor relu(const at::Tensor& self);
 at::Tensor& relu_(at::Tensor& self);
 at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& self,
                               const c10::Scalar& threshold);
+
+// unary.cpp: (aten name, lowering in namespace unary, computes in float for integer inputs)
+#define TPU_UNARY_OPS(_)                                                                   \
+  _(abs, false) _(neg, false) _(ceil, false) _(floor, false) _(round, false) _(trunc, false) \
+  _(sign, false) _(exp, true) _(expm1, true) _(log, true) _(log1p, true) _(log2, true)     \
+  _(log10, true) _(sqrt, true) _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) \
+  _(tan, true) _(tanh, true) _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true)     \
+  _(sinh, true) _(cosh, true)
+
+using UnaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&);
+namespace unary {
+#define TPU_DECLARE_UNARY_LOWERING(name, float_op) \
+  hlo::Value name(hlo::Builder& b, const hlo::Value& x);
+TPU_UNARY_OPS(TPU_DECLARE_UNARY_LOWERING)
+#undef TPU_DECLARE_UNARY_LOWERING
+}  // namespace unary
+
+void lower_unary(const char* name, UnaryLowering lowering, bool float_op, const at::Tensor& self,
+                 const at::Tensor& out);
+at::Tensor unary_functional(const char* name, UnaryLowering lowering, bool float_op,
+                            const at::Tensor& self);
+at::Tensor& unary_in_place(const char* name, UnaryLowering lowering, bool float_op,
+                           at::Tensor& self);
+at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
+                      const at::Tensor& self, at::Tensor& out);
 
 // reduce.cpp
 at::Tensor sum(const at::Tensor& self, std::optional<c10::ScalarType> dtype);

@@ -61,6 +61,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("relu_", TORCH_FN(relu_));
   m.impl("threshold_backward", TORCH_FN(threshold_backward));
 
+  // unary.cpp: name, name_ and name.out for every op in TPU_UNARY_OPS
+#define TPU_REGISTER_UNARY(name, float_op)                                                     \
+  m.impl(#name, [](const at::Tensor& self) {                                                  \
+    return unary_functional("aten::" #name, &unary::name, float_op, self);                    \
+  });                                                                                          \
+  m.impl(#name "_", [](at::Tensor& self) -> at::Tensor& {                                      \
+    return unary_in_place("aten::" #name "_", &unary::name, float_op, self);                  \
+  });                                                                                          \
+  m.impl(#name ".out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {           \
+    return unary_out("aten::" #name ".out", &unary::name, float_op, self, out);               \
+  });
+  TPU_UNARY_OPS(TPU_REGISTER_UNARY)
+#undef TPU_REGISTER_UNARY
+
   // reduce.cpp
   m.impl("sum", TORCH_FN(sum));
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));

@@ -1,0 +1,152 @@
+// Unary elementwise math. Each op is one lowering function; the functional,
+// in-place and out= kernels are generated from it (see TPU_UNARY_OPS in ops.h).
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+
+#include <cmath>
+
+#include "aten/dtype.h"
+#include "aten/ops.h"
+#include "aten/program.h"
+
+namespace tpu::aten {
+
+namespace {
+
+using hlo::Builder;
+using hlo::Value;
+
+Value splat(Builder& b, double v, const Value& like) {
+  return b.broadcast_to(b.constant(v, like.element()), like.dims());
+}
+
+bool is_integral(const Value& x) { return !hlo::is_float(x.element()) && !hlo::is_complex(x.element()); }
+
+// Integer rounding is the identity.
+Value round_like(Builder& b, const char* op, const Value& x) {
+  return is_integral(x) ? x : b.unary(op, x);
+}
+
+}  // namespace
+
+namespace unary {
+
+Value abs(Builder& b, const Value& x) {
+  return x.element() == hlo::ElementType::Pred || hlo::is_unsigned_int(x.element()) ? x
+                                                                                     : b.unary("abs", x);
+}
+Value neg(Builder& b, const Value& x) { return b.unary("negate", x); }
+Value ceil(Builder& b, const Value& x) { return round_like(b, "ceil", x); }
+Value floor(Builder& b, const Value& x) { return round_like(b, "floor", x); }
+Value round(Builder& b, const Value& x) { return round_like(b, "round_nearest_even", x); }
+Value trunc(Builder& b, const Value& x) {
+  if (is_integral(x)) return x;
+  return b.select(b.compare(hlo::Compare::LT, x, splat(b, 0, x)), b.unary("ceil", x),
+                  b.unary("floor", x));
+}
+Value sign(Builder& b, const Value& x) {
+  if (x.element() == hlo::ElementType::Pred) return x;
+  return b.unary("sign", x);
+}
+Value exp(Builder& b, const Value& x) { return b.unary("exponential", x); }
+Value expm1(Builder& b, const Value& x) { return b.unary("exponential_minus_one", x); }
+Value log(Builder& b, const Value& x) { return b.unary("log", x); }
+Value log1p(Builder& b, const Value& x) { return b.unary("log_plus_one", x); }
+Value log2(Builder& b, const Value& x) {
+  return b.binary("divide", b.unary("log", x), splat(b, std::log(2.0), x));
+}
+Value log10(Builder& b, const Value& x) {
+  return b.binary("divide", b.unary("log", x), splat(b, std::log(10.0), x));
+}
+Value sqrt(Builder& b, const Value& x) { return b.unary("sqrt", x); }
+Value rsqrt(Builder& b, const Value& x) { return b.unary("rsqrt", x); }
+Value reciprocal(Builder& b, const Value& x) { return b.binary("divide", splat(b, 1, x), x); }
+Value sin(Builder& b, const Value& x) { return b.unary("sine", x); }
+Value cos(Builder& b, const Value& x) { return b.unary("cosine", x); }
+Value tan(Builder& b, const Value& x) { return b.unary("tan", x); }
+Value tanh(Builder& b, const Value& x) { return b.unary("tanh", x); }
+Value sigmoid(Builder& b, const Value& x) { return b.unary("logistic", x); }
+Value atan(Builder& b, const Value& x) { return b.binary("atan2", x, splat(b, 1, x)); }
+Value asin(Builder& b, const Value& x) {
+  Value root = b.unary("sqrt", b.binary("subtract", splat(b, 1, x), b.binary("multiply", x, x)));
+  return b.binary("atan2", x, root);
+}
+Value acos(Builder& b, const Value& x) {
+  Value root = b.unary("sqrt", b.binary("subtract", splat(b, 1, x), b.binary("multiply", x, x)));
+  return b.binary("atan2", root, x);
+}
+Value sinh(Builder& b, const Value& x) {
+  Value e = b.unary("exponential_minus_one", x);
+  Value f = b.unary("exponential_minus_one", b.unary("negate", x));
+  return b.binary("multiply", b.binary("subtract", e, f), splat(b, 0.5, x));
+}
+Value cosh(Builder& b, const Value& x) {
+  Value e = b.unary("exponential", x);
+  Value f = b.unary("exponential", b.unary("negate", x));
+  return b.binary("multiply", b.binary("add", e, f), splat(b, 0.5, x));
+}
+
+}  // namespace unary
+
+namespace {
+
+// Integer and bool inputs of "float" ops compute in the default float dtype, as
+// PyTorch's unary float ops do; other ops keep the input dtype.
+c10::ScalarType unary_result_type(const at::Tensor& self, bool float_op) {
+  if (float_op && c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    return c10::typeMetaToScalarType(c10::get_default_dtype());
+  }
+  return self.scalar_type();
+}
+
+at::Tensor like(const at::Tensor& self, c10::ScalarType type) {
+  if (self.is_non_overlapping_and_dense() && !self.is_contiguous()) {
+    return at::empty_strided(self.sizes(), self.strides(), self.options().dtype(type));
+  }
+  return at::empty(self.sizes(), self.options().dtype(type));
+}
+
+}  // namespace
+
+void lower_unary(const char* name, UnaryLowering lowering, bool float_op, const at::Tensor& self,
+                 const at::Tensor& out) {
+  c10::ScalarType compute = unary_result_type(self, float_op);
+  // Half-precision math runs in float32 and rounds once, as PyTorch's CPU kernels do.
+  c10::ScalarType wide = compute == c10::kHalf || compute == c10::kBFloat16 ? c10::kFloat : compute;
+  Program p(name);
+  p.write(out, lowering(p.b(), p.read(self, float_op ? wide : compute)));
+  p.run();
+}
+
+at::Tensor unary_functional(const char* name, UnaryLowering lowering, bool float_op,
+                            const at::Tensor& self) {
+  at::Tensor out = like(self, unary_result_type(self, float_op));
+  lower_unary(name, lowering, float_op, self, out);
+  return out;
+}
+
+at::Tensor& unary_in_place(const char* name, UnaryLowering lowering, bool float_op,
+                           at::Tensor& self) {
+  c10::ScalarType type = unary_result_type(self, float_op);
+  TORCH_CHECK(at::canCast(type, self.scalar_type()), "result type ", type,
+              " can't be cast to the desired output type ", self.scalar_type());
+  at::assert_no_internal_overlap(self);
+  lower_unary(name, lowering, float_op, self, self);
+  return self;
+}
+
+at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
+                      const at::Tensor& self, at::Tensor& out) {
+  c10::ScalarType type = unary_result_type(self, float_op);
+  TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type,
+              " can't be cast to the desired output type ", out.scalar_type());
+  at::native::resize_output(out, self.sizes());
+  at::assert_no_internal_overlap(out);
+  at::assert_no_partial_overlap(out, self);
+  lower_unary(name, lowering, float_op, self, out);
+  return out;
+}
+
+}  // namespace tpu::aten
