@@ -12,7 +12,9 @@ import torch_tpu  # noqa: F401
 
 TPU = torch.device("tpu")
 
-pytestmark = pytest.mark.filterwarnings("ignore:The operator .* has no native tpu lowering")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:The operator .* has no native tpu lowering", "ignore:TypedStorage is deprecated"
+)
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -455,6 +457,13 @@ def _write_then_read_several(x):
     return x[0], x.t(), x.diagonal()
 
 
+def _src_is_other_view_of_same_base(x):
+    x[:2].mul_(x[2:])
+    x[0].copy_(x[3])
+    x[:, 5].add_(x[:, 0])
+    return x
+
+
 def _scalar_view_setitem(x):
     s = x[2, 3]
     s.fill_(9)
@@ -505,6 +514,7 @@ WRITE_CASES = {
     "copy_expanded_into_row": (_inplace_on_expanded_source, [m46]),
     "write_1d_step": (_write_1d_step, [vec]),
     "several_writes_then_reads": (_write_then_read_several, [m46]),
+    "src_is_other_view_of_same_base": (_src_is_other_view_of_same_base, [m46]),
     "scalar_view_fill_": (_scalar_view_setitem, [m46]),
 }
 
@@ -528,6 +538,14 @@ def _inplace_overlapping_unfold(x):
     x.unfold(0, 3, 1).zero_()
 
 
+def _copy_partial_overlap(x):
+    x[1:].copy_(x[:-1])
+
+
+def _add_partial_overlap(x):
+    x[1:].add_(x[:-1])
+
+
 def _view_dtype_bad_shape(x):
     x[:, :3].view(torch.float64)
 
@@ -540,6 +558,8 @@ ERROR_CASES = {
     "inplace_overlapping_as_strided": (_inplace_overlapping_as_strided, vec),
     "inplace_expanded": (_inplace_expanded, m46),
     "inplace_overlapping_unfold": (_inplace_overlapping_unfold, vec),
+    "copy_partial_overlap": (_copy_partial_overlap, vec),
+    "add_partial_overlap": (_add_partial_overlap, vec),
     "view_dtype_bad_shape": (_view_dtype_bad_shape, m46),
     "view_incompatible_strides": (_view_incompatible, m46),
 }

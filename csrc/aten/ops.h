@@ -102,6 +102,39 @@ at::Tensor& unary_in_place(const char* name, UnaryLowering lowering, bool float_
 at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
                       const at::Tensor& self, at::Tensor& out);
 
+// binary.cpp: (aten name, kind, overloads). Kinds: Common computes and returns the
+// promoted dtype (Numeric: and rejects bool); Compare/Logical return bool; Float promotes integers to float;
+// Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
+// in-place), T = Tensor only (name, name.out, name_).
+enum class BinaryKind { Common, Numeric, Compare, Logical, Float, Integral };
+#define TPU_BINARY_OPS(_)                                                                  \
+  _(eq, Compare, TS) _(ne, Compare, TS) _(lt, Compare, TS) _(le, Compare, TS)              \
+  _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS) _(remainder, Numeric, TS)       \
+  _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS)    \
+  _(maximum, Common, T) _(minimum, Common, T) _(atan2, Float, T) _(logical_and, Logical, T) \
+  _(logical_or, Logical, T) _(logical_xor, Logical, T)
+
+using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);
+namespace binary {
+#define TPU_DECLARE_BINARY_LOWERING(name, kind, overloads) \
+  hlo::Value name(hlo::Builder& b, const hlo::Value& x, const hlo::Value& y);
+TPU_BINARY_OPS(TPU_DECLARE_BINARY_LOWERING)
+#undef TPU_DECLARE_BINARY_LOWERING
+hlo::Value pow(hlo::Builder& b, const hlo::Value& x, const hlo::Value& y);
+}  // namespace binary
+
+// One side of a binary op: a tensor (tpu, or a CPU scalar tensor) or a Scalar.
+struct BinaryOperand {
+  const at::Tensor* tensor = nullptr;
+  const c10::Scalar* scalar = nullptr;
+};
+at::Tensor binary_functional(const char* name, BinaryLowering lowering, BinaryKind kind,
+                             const BinaryOperand& self, const BinaryOperand& other);
+at::Tensor& binary_in_place(const char* name, BinaryLowering lowering, BinaryKind kind,
+                            at::Tensor& self, const BinaryOperand& other);
+at::Tensor& binary_out(const char* name, BinaryLowering lowering, BinaryKind kind,
+                       const BinaryOperand& self, const BinaryOperand& other, at::Tensor& out);
+
 // reduce.cpp
 at::Tensor sum(const at::Tensor& self, std::optional<c10::ScalarType> dtype);
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,

@@ -75,6 +75,88 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TPU_UNARY_OPS(TPU_REGISTER_UNARY)
 #undef TPU_REGISTER_UNARY
 
+  // binary.cpp
+#define TPU_TENSOR(t) BinaryOperand{&t, nullptr}
+#define TPU_SCALAR(s) BinaryOperand{nullptr, &s}
+#define TPU_REGISTER_BINARY_T(name, kind)                                                    \
+  m.impl(#name, [](const at::Tensor& self, const at::Tensor& other) {                        \
+    return binary_functional("aten::" #name, &binary::name, BinaryKind::kind, TPU_TENSOR(self), \
+                             TPU_TENSOR(other));                                              \
+  });                                                                                          \
+  m.impl(#name ".out", [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out)    \
+                           -> at::Tensor& {                                                    \
+    return binary_out("aten::" #name ".out", &binary::name, BinaryKind::kind, TPU_TENSOR(self), \
+                      TPU_TENSOR(other), out);                                                \
+  });                                                                                          \
+  m.impl(#name "_", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {            \
+    return binary_in_place("aten::" #name "_", &binary::name, BinaryKind::kind, self,        \
+                           TPU_TENSOR(other));                                                \
+  });
+#define TPU_REGISTER_BINARY_TS(name, kind)                                                   \
+  m.impl(#name ".Tensor", [](const at::Tensor& self, const at::Tensor& other) {              \
+    return binary_functional("aten::" #name ".Tensor", &binary::name, BinaryKind::kind,      \
+                             TPU_TENSOR(self), TPU_TENSOR(other));                            \
+  });                                                                                          \
+  m.impl(#name ".Scalar", [](const at::Tensor& self, const c10::Scalar& other) {             \
+    return binary_functional("aten::" #name ".Scalar", &binary::name, BinaryKind::kind,      \
+                             TPU_TENSOR(self), TPU_SCALAR(other));                            \
+  });                                                                                          \
+  m.impl(#name ".Tensor_out", [](const at::Tensor& self, const at::Tensor& other,             \
+                                 at::Tensor& out) -> at::Tensor& {                            \
+    return binary_out("aten::" #name ".Tensor_out", &binary::name, BinaryKind::kind,         \
+                      TPU_TENSOR(self), TPU_TENSOR(other), out);                              \
+  });                                                                                          \
+  m.impl(#name ".Scalar_out", [](const at::Tensor& self, const c10::Scalar& other,            \
+                                 at::Tensor& out) -> at::Tensor& {                            \
+    return binary_out("aten::" #name ".Scalar_out", &binary::name, BinaryKind::kind,         \
+                      TPU_TENSOR(self), TPU_SCALAR(other), out);                              \
+  });                                                                                          \
+  m.impl(#name "_.Tensor", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {     \
+    return binary_in_place("aten::" #name "_.Tensor", &binary::name, BinaryKind::kind, self, \
+                           TPU_TENSOR(other));                                                \
+  });                                                                                          \
+  m.impl(#name "_.Scalar", [](at::Tensor& self, const c10::Scalar& other) -> at::Tensor& {    \
+    return binary_in_place("aten::" #name "_.Scalar", &binary::name, BinaryKind::kind, self, \
+                           TPU_SCALAR(other));                                                \
+  });
+#define TPU_REGISTER_BINARY(name, kind, overloads) TPU_REGISTER_BINARY_##overloads(name, kind)
+  TPU_BINARY_OPS(TPU_REGISTER_BINARY)
+  m.impl("pow.Tensor_Tensor", [](const at::Tensor& self, const at::Tensor& exponent) {
+    return binary_functional("aten::pow.Tensor_Tensor", &binary::pow, BinaryKind::Numeric,
+                             TPU_TENSOR(self), TPU_TENSOR(exponent));
+  });
+  m.impl("pow.Tensor_Scalar", [](const at::Tensor& self, const c10::Scalar& exponent) {
+    return binary_functional("aten::pow.Tensor_Scalar", &binary::pow, BinaryKind::Numeric,
+                             TPU_TENSOR(self), TPU_SCALAR(exponent));
+  });
+  m.impl("pow.Scalar", [](const c10::Scalar& self, const at::Tensor& exponent) {
+    return binary_functional("aten::pow.Scalar", &binary::pow, BinaryKind::Numeric,
+                             TPU_SCALAR(self), TPU_TENSOR(exponent));
+  });
+  m.impl("pow.Tensor_Tensor_out",
+         [](const at::Tensor& self, const at::Tensor& exponent, at::Tensor& out) -> at::Tensor& {
+           return binary_out("aten::pow.Tensor_Tensor_out", &binary::pow, BinaryKind::Numeric,
+                             TPU_TENSOR(self), TPU_TENSOR(exponent), out);
+         });
+  m.impl("pow.Tensor_Scalar_out",
+         [](const at::Tensor& self, const c10::Scalar& exponent, at::Tensor& out) -> at::Tensor& {
+           return binary_out("aten::pow.Tensor_Scalar_out", &binary::pow, BinaryKind::Numeric,
+                             TPU_TENSOR(self), TPU_SCALAR(exponent), out);
+         });
+  m.impl("pow_.Tensor", [](at::Tensor& self, const at::Tensor& exponent) -> at::Tensor& {
+    return binary_in_place("aten::pow_.Tensor", &binary::pow, BinaryKind::Numeric, self,
+                           TPU_TENSOR(exponent));
+  });
+  m.impl("pow_.Scalar", [](at::Tensor& self, const c10::Scalar& exponent) -> at::Tensor& {
+    return binary_in_place("aten::pow_.Scalar", &binary::pow, BinaryKind::Numeric, self,
+                           TPU_SCALAR(exponent));
+  });
+#undef TPU_REGISTER_BINARY
+#undef TPU_REGISTER_BINARY_TS
+#undef TPU_REGISTER_BINARY_T
+#undef TPU_SCALAR
+#undef TPU_TENSOR
+
   // reduce.cpp
   m.impl("sum", TORCH_FN(sum));
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));

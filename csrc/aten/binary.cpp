@@ -1,0 +1,177 @@
+// Binary elementwise ops beyond arithmetic: comparisons, maximum/minimum, pow,
+// fmod/remainder, atan2, bitwise and logical ops. Each op is one lowering; the
+// Tensor/Scalar, functional/in-place/out= kernels come from TPU_BINARY_OPS.
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/empty.h>
+
+#include "aten/dtype.h"
+#include "aten/ops.h"
+#include "aten/program.h"
+
+namespace tpu::aten {
+
+namespace {
+
+using hlo::Builder;
+using hlo::Value;
+
+Value zeros_like(Builder& b, const Value& x) {
+  return b.broadcast_to(b.constant(0, x.element()), x.dims());
+}
+
+Value truthy(Builder& b, const Value& x) {
+  if (x.element() == hlo::ElementType::Pred) return x;
+  return b.compare(hlo::Compare::NE, x, zeros_like(b, x));
+}
+
+bool is_float_like(c10::ScalarType t) {
+  return c10::isFloatingType(t) || c10::isComplexType(t);
+}
+
+}  // namespace
+
+namespace binary {
+
+Value eq(Builder& b, const Value& x, const Value& y) { return b.compare(hlo::Compare::EQ, x, y); }
+Value ne(Builder& b, const Value& x, const Value& y) { return b.compare(hlo::Compare::NE, x, y); }
+Value lt(Builder& b, const Value& x, const Value& y) { return b.compare(hlo::Compare::LT, x, y); }
+Value le(Builder& b, const Value& x, const Value& y) { return b.compare(hlo::Compare::LE, x, y); }
+Value gt(Builder& b, const Value& x, const Value& y) { return b.compare(hlo::Compare::GT, x, y); }
+Value ge(Builder& b, const Value& x, const Value& y) { return b.compare(hlo::Compare::GE, x, y); }
+Value maximum(Builder& b, const Value& x, const Value& y) { return b.binary("maximum", x, y); }
+Value minimum(Builder& b, const Value& x, const Value& y) { return b.binary("minimum", x, y); }
+Value pow(Builder& b, const Value& x, const Value& y) { return b.binary("power", x, y); }
+Value atan2(Builder& b, const Value& x, const Value& y) { return b.binary("atan2", x, y); }
+Value fmod(Builder& b, const Value& x, const Value& y) { return b.binary("remainder", x, y); }
+// Python's modulo: the result takes the divisor's sign.
+Value remainder(Builder& b, const Value& x, const Value& y) {
+  Value r = b.binary("remainder", x, y);
+  Value zero = zeros_like(b, r);
+  Value nonzero = b.compare(hlo::Compare::NE, r, zero);
+  Value signs_differ = b.compare(hlo::Compare::NE, b.compare(hlo::Compare::LT, r, zero),
+                                 b.compare(hlo::Compare::LT, y, zero));
+  return b.select(b.binary("and", nonzero, signs_differ), b.binary("add", r, y), r);
+}
+Value bitwise_and(Builder& b, const Value& x, const Value& y) { return b.binary("and", x, y); }
+Value bitwise_or(Builder& b, const Value& x, const Value& y) { return b.binary("or", x, y); }
+Value bitwise_xor(Builder& b, const Value& x, const Value& y) { return b.binary("xor", x, y); }
+Value logical_and(Builder& b, const Value& x, const Value& y) {
+  return b.binary("and", truthy(b, x), truthy(b, y));
+}
+Value logical_or(Builder& b, const Value& x, const Value& y) {
+  return b.binary("or", truthy(b, x), truthy(b, y));
+}
+Value logical_xor(Builder& b, const Value& x, const Value& y) {
+  return b.binary("xor", truthy(b, x), truthy(b, y));
+}
+
+}  // namespace binary
+
+namespace {
+
+// The dtype the op computes in, and the dtype of its result.
+struct Types {
+  c10::ScalarType compute;
+  c10::ScalarType result;
+};
+
+Types types_for(BinaryKind kind, c10::ScalarType common, const char* name) {
+  switch (kind) {
+    case BinaryKind::Common: return {common, common};
+    case BinaryKind::Numeric:
+      TORCH_CHECK_NOT_IMPLEMENTED(common != c10::kBool, "\"", name, "_cpu\" not implemented for 'Bool'");
+      return {common, common};
+    case BinaryKind::Compare: return {common, c10::kBool};
+    case BinaryKind::Logical: return {common, c10::kBool};
+    case BinaryKind::Float: {
+      c10::ScalarType f = c10::isIntegralType(common, /*includeBool=*/true)
+                              ? c10::typeMetaToScalarType(c10::get_default_dtype())
+                              : common;
+      return {f, f};
+    }
+    case BinaryKind::Integral:
+      TORCH_CHECK_NOT_IMPLEMENTED(!is_float_like(common), "\"", name, "_cpu\" not implemented for '",
+                  c10::toString(common), "'");
+      return {common, common};
+  }
+  return {common, common};
+}
+
+c10::ScalarType common_type(const BinaryOperand& self, const BinaryOperand& other) {
+  if (self.tensor != nullptr && other.tensor != nullptr) {
+    return at::result_type(*self.tensor, *other.tensor);
+  }
+  if (self.tensor != nullptr) return at::result_type(*self.tensor, *other.scalar);
+  return at::result_type(*self.scalar, *other.tensor);
+}
+
+std::vector<int64_t> shape_of(const BinaryOperand& self, const BinaryOperand& other) {
+  if (self.tensor != nullptr && other.tensor != nullptr) {
+    return at::infer_size(self.tensor->sizes(), other.tensor->sizes());
+  }
+  return (self.tensor != nullptr ? self.tensor : other.tensor)->sizes().vec();
+}
+
+Value load(Program& p, const BinaryOperand& operand, c10::ScalarType type,
+           const std::vector<int64_t>& shape) {
+  Value v = operand.tensor != nullptr ? p.read(*operand.tensor, type)
+                                      : p.scalar(*operand.scalar, type);
+  return p.b().broadcast_to(v, shape);
+}
+
+const at::Tensor& device_tensor(const BinaryOperand& self, const BinaryOperand& other) {
+  if (self.tensor != nullptr && !self.tensor->is_cpu()) return *self.tensor;
+  return other.tensor != nullptr && !other.tensor->is_cpu() ? *other.tensor : *self.tensor;
+}
+
+void run(const char* name, BinaryLowering lowering, c10::ScalarType compute,
+         const BinaryOperand& self, const BinaryOperand& other, const at::Tensor& out) {
+  for (const BinaryOperand* operand : {&self, &other}) {
+    if (operand->tensor != nullptr) at::assert_no_partial_overlap(out, *operand->tensor);
+  }
+  std::vector<int64_t> shape = out.sizes().vec();
+  Program p(name);
+  p.write(out, lowering(p.b(), load(p, self, compute, shape), load(p, other, compute, shape)));
+  p.run();
+}
+
+}  // namespace
+
+at::Tensor binary_functional(const char* name, BinaryLowering lowering, BinaryKind kind,
+                             const BinaryOperand& self, const BinaryOperand& other) {
+  Types t = types_for(kind, common_type(self, other), name);
+  const at::Tensor& device = device_tensor(self, other);
+  at::Tensor out = at::empty(shape_of(self, other), device.options().dtype(t.result));
+  run(name, lowering, t.compute, self, other, out);
+  return out;
+}
+
+at::Tensor& binary_in_place(const char* name, BinaryLowering lowering, BinaryKind kind,
+                            at::Tensor& self, const BinaryOperand& other) {
+  BinaryOperand lhs{&self, nullptr};
+  Types t = types_for(kind, common_type(lhs, other), name);
+  TORCH_CHECK(at::canCast(t.result, self.scalar_type()), "result type ", t.result,
+              " can't be cast to the desired output type ", self.scalar_type());
+  std::vector<int64_t> shape = shape_of(lhs, other);
+  TORCH_CHECK(self.sizes() == c10::IntArrayRef(shape), "output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+  at::assert_no_internal_overlap(self);
+  run(name, lowering, t.compute, lhs, other, self);
+  return self;
+}
+
+at::Tensor& binary_out(const char* name, BinaryLowering lowering, BinaryKind kind,
+                       const BinaryOperand& self, const BinaryOperand& other, at::Tensor& out) {
+  Types t = types_for(kind, common_type(self, other), name);
+  TORCH_CHECK(at::canCast(t.result, out.scalar_type()), "result type ", t.result,
+              " can't be cast to the desired output type ", out.scalar_type());
+  at::native::resize_output(out, shape_of(self, other));
+  at::assert_no_internal_overlap(out);
+  run(name, lowering, t.compute, self, other, out);
+  return out;
+}
+
+}  // namespace tpu::aten
