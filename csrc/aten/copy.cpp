@@ -61,6 +61,7 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool /*non_blocking*/
   at::assert_no_internal_overlap(self);
   if (is_tpu(self) && is_tpu(src)) {
     if (self.device() == src.device()) {
+      at::assert_no_partial_overlap(self, src);
       Program p("aten::copy_");
       p.write(self, p.read(src));
       p.run();

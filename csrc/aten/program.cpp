@@ -142,7 +142,7 @@ void Program::run() {
   if (results.empty()) return;
   runtime::Runtime& rt = runtime::Runtime::get();
   const pjrt::Client& client = rt.client();
-  auto executable = rt.programs().get(builder_.module_text(results), device_);
+  auto executable = rt.programs().get(builder_.module_text(results));
 
   std::vector<pjrt::BufferPtr> scalars;
   std::vector<PJRT_Buffer*> arguments;
@@ -156,7 +156,7 @@ void Program::run() {
       arguments.push_back(scalars.back()->get());
     }
   }
-  std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments);
+  std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments, client.device(device_));
   runtime::metrics().count_execution();
   runtime::metrics().count_native(op_name_);
   for (size_t i = 0; i < written.size(); ++i) {
@@ -188,8 +188,9 @@ void copy_storage_prefix(runtime::DeviceStorage& src, runtime::DeviceStorage& ds
     bytes = b.pad(bytes, b.constant(0, hlo::ElementType::U8), {0}, {want - have}, {0});
   }
   runtime::Runtime& rt = runtime::Runtime::get();
-  auto executable = rt.programs().get(b.module_text({bytes}), src.device());
-  std::vector<pjrt::BufferPtr> outputs = executable->execute({src.buffer()->get()});
+  auto executable = rt.programs().get(b.module_text({bytes}));
+  std::vector<pjrt::BufferPtr> outputs =
+      executable->execute({src.buffer()->get()}, rt.client().device(src.device()));
   runtime::metrics().count_execution();
   dst.set_buffer(outputs[0], hlo::ElementType::U8);
 }

@@ -34,6 +34,11 @@ Value round_like(Builder& b, const char* op, const Value& x) {
 namespace unary {
 
 Value abs(Builder& b, const Value& x) {
+  if (hlo::is_complex(x.element())) {  // the magnitude, a real number
+    Value re = b.complex_parts(x, false);
+    Value im = b.complex_parts(x, true);
+    return b.unary("sqrt", b.binary("add", b.binary("multiply", re, re), b.binary("multiply", im, im)));
+  }
   return x.element() == hlo::ElementType::Pred || hlo::is_unsigned_int(x.element()) ? x
                                                                                      : b.unary("abs", x);
 }
@@ -94,7 +99,11 @@ namespace {
 
 // Integer and bool inputs of "float" ops compute in the default float dtype, as
 // PyTorch's unary float ops do; other ops keep the input dtype.
-c10::ScalarType unary_result_type(const at::Tensor& self, bool float_op) {
+c10::ScalarType unary_result_type(const at::Tensor& self, bool float_op,
+                                  UnaryLowering lowering) {
+  if (lowering == &unary::abs && c10::isComplexType(self.scalar_type())) {
+    return c10::toRealValueType(self.scalar_type());
+  }
   if (float_op && c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
     return c10::typeMetaToScalarType(c10::get_default_dtype());
   }
@@ -112,7 +121,8 @@ at::Tensor like(const at::Tensor& self, c10::ScalarType type) {
 
 void lower_unary(const char* name, UnaryLowering lowering, bool float_op, const at::Tensor& self,
                  const at::Tensor& out) {
-  c10::ScalarType compute = unary_result_type(self, float_op);
+  c10::ScalarType compute = unary_result_type(self, float_op, lowering);
+  if (c10::isComplexType(self.scalar_type())) compute = self.scalar_type();
   // Half-precision math runs in float32 and rounds once, as PyTorch's CPU kernels do.
   c10::ScalarType wide = compute == c10::kHalf || compute == c10::kBFloat16 ? c10::kFloat : compute;
   Program p(name);
@@ -122,14 +132,14 @@ void lower_unary(const char* name, UnaryLowering lowering, bool float_op, const 
 
 at::Tensor unary_functional(const char* name, UnaryLowering lowering, bool float_op,
                             const at::Tensor& self) {
-  at::Tensor out = like(self, unary_result_type(self, float_op));
+  at::Tensor out = like(self, unary_result_type(self, float_op, lowering));
   lower_unary(name, lowering, float_op, self, out);
   return out;
 }
 
 at::Tensor& unary_in_place(const char* name, UnaryLowering lowering, bool float_op,
                            at::Tensor& self) {
-  c10::ScalarType type = unary_result_type(self, float_op);
+  c10::ScalarType type = unary_result_type(self, float_op, lowering);
   TORCH_CHECK(at::canCast(type, self.scalar_type()), "result type ", type,
               " can't be cast to the desired output type ", self.scalar_type());
   at::assert_no_internal_overlap(self);
@@ -139,7 +149,7 @@ at::Tensor& unary_in_place(const char* name, UnaryLowering lowering, bool float_
 
 at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
                       const at::Tensor& self, at::Tensor& out) {
-  c10::ScalarType type = unary_result_type(self, float_op);
+  c10::ScalarType type = unary_result_type(self, float_op, lowering);
   TORCH_CHECK(at::canCast(type, out.scalar_type()), "result type ", type,
               " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, self.sizes());

@@ -164,7 +164,31 @@ Value Builder::select(const Value& pred, const Value& on_true, const Value& on_f
 
 Value Builder::convert(const Value& x, ElementType to) {
   if (x.element() == to) return x;
+  const bool from_complex = is_complex(x.element());
+  if (from_complex && to == ElementType::Pred) {  // true when either part is nonzero
+    return compare(Compare::NE, x, broadcast_to(constant(0, x.element()), x.dims()));
+  }
+  if (from_complex && !is_complex(to)) {  // casting drops the imaginary part, as in C++
+    ElementType part = x.element() == ElementType::C64 ? ElementType::F32 : ElementType::F64;
+    return convert(emit("real", {x}, TensorType{part, x.dims()}), to);
+  }
+  if (!from_complex && is_complex(to)) {
+    ElementType part = to == ElementType::C64 ? ElementType::F32 : ElementType::F64;
+    Value real = convert(x, part);
+    Value zero = broadcast_to(constant(0, part), x.dims());
+    return emit("complex", {real, zero}, TensorType{to, x.dims()});
+  }
   return emit("convert", {x}, TensorType{to, x.dims()});
+}
+
+Value Builder::complex_parts(const Value& x, bool imaginary) {
+  ElementType part = x.element() == ElementType::C64 ? ElementType::F32 : ElementType::F64;
+  return emit(imaginary ? "imag" : "real", {x}, TensorType{part, x.dims()});
+}
+
+Value Builder::make_complex(const Value& real, const Value& imaginary) {
+  ElementType type = real.element() == ElementType::F32 ? ElementType::C64 : ElementType::C128;
+  return emit("complex", {real, imaginary}, TensorType{type, real.dims()});
 }
 
 Value Builder::bitcast_convert(const Value& x, const TensorType& to) {

@@ -41,6 +41,9 @@ class Builder {
   Value select(const Value& pred, const Value& on_true, const Value& on_false);
   Value convert(const Value& x, ElementType to);
   Value bitcast_convert(const Value& x, const TensorType& to);
+  // The real (or imaginary) part of a complex value, and the inverse.
+  Value complex_parts(const Value& x, bool imaginary);
+  Value make_complex(const Value& real, const Value& imaginary);
 
   Value reshape(const Value& x, const std::vector<int64_t>& dims);
   Value transpose(const Value& x, const std::vector<int64_t>& permutation);

@@ -31,17 +31,14 @@ std::string device_description_string(const PJRT_Api* api, PJRT_DeviceDescriptio
 }
 }  // namespace
 
-std::string compile_options_for_device(int device) {
-  // ExecutableBuildOptionsProto: device_ordinal (1), num_replicas (4), num_partitions (5).
-  std::string build;
-  build.push_back(0x08);
-  append_varint(&build, static_cast<uint64_t>(device));
-  build += std::string("\x20\x01\x28\x01", 4);
-  // CompileOptionsProto: executable_build_options (3), length-delimited.
+std::string portable_compile_options() {
+  // ExecutableBuildOptionsProto: num_replicas (4) = 1, num_partitions (5) = 1.
+  const std::string build("\x20\x01\x28\x01", 4);
+  // CompileOptionsProto: executable_build_options (3), compile_portable_executable (4) = true.
   std::string options;
   options.push_back(0x1a);
   append_varint(&options, build.size());
-  return options + build;
+  return options + build + std::string("\x20\x01", 2);
 }
 
 Client::Client(std::shared_ptr<const Plugin> plugin) : plugin_(std::move(plugin)) {
@@ -118,7 +115,7 @@ BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
   return buffer;
 }
 
-std::unique_ptr<Executable> Client::compile(const std::string& mlir, int device_index) const {
+std::unique_ptr<Executable> Client::compile(const std::string& mlir) const {
   const PJRT_Api* api = plugin_->api();
   static const char kFormat[] = "mlir";
   auto program = PJRT_ARGS(PJRT_Program);
@@ -126,17 +123,17 @@ std::unique_ptr<Executable> Client::compile(const std::string& mlir, int device_
   program.code_size = mlir.size();
   program.format = kFormat;
   program.format_size = sizeof(kFormat) - 1;
-  std::string options = compile_options_for_device(device_index);
+  std::string options = portable_compile_options();
   auto args = PJRT_ARGS(PJRT_Client_Compile_Args);
   args.client = client_;
   args.program = &program;
   args.compile_options = options.data();
   args.compile_options_size = options.size();
   check(api, api->PJRT_Client_Compile(&args), "compiling StableHLO failed");
-  return std::make_unique<Executable>(plugin_, args.executable, device(device_index));
+  return std::make_unique<Executable>(plugin_, args.executable);
 }
 
-std::unique_ptr<Executable> Client::deserialize(const std::string& bytes, int device_index) const {
+std::unique_ptr<Executable> Client::deserialize(const std::string& bytes) const {
   if (bytes.empty()) throw std::invalid_argument("cannot deserialize an empty executable");
   const PJRT_Api* api = plugin_->api();
   auto args = PJRT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
@@ -144,7 +141,7 @@ std::unique_ptr<Executable> Client::deserialize(const std::string& bytes, int de
   args.serialized_executable = bytes.data();
   args.serialized_executable_size = bytes.size();
   check(api, api->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
-  return std::make_unique<Executable>(plugin_, args.loaded_executable, device(device_index));
+  return std::make_unique<Executable>(plugin_, args.loaded_executable);
 }
 
 }  // namespace tpu::pjrt

@@ -35,14 +35,16 @@ class Client {
   BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type,
                              const std::vector<int64_t>& dims, int device) const;
 
-  // Compiles StableHLO (MLIR text) for one device.
-  std::unique_ptr<Executable> compile(const std::string& mlir, int device) const;
+  // Compiles StableHLO (MLIR text) into a portable executable: one that runs on
+  // whichever single device Executable::execute names.
+  std::unique_ptr<Executable> compile(const std::string& mlir) const;
   // Loads bytes from Executable::serialize(); throws Error if they do not fit this plugin.
-  std::unique_ptr<Executable> deserialize(const std::string& bytes, int device) const;
+  std::unique_ptr<Executable> deserialize(const std::string& bytes) const;
 
- private:
+  // The PJRT device with this index; throws std::out_of_range naming the valid range.
   PJRT_Device* device(int index) const;
 
+ private:
   std::shared_ptr<const Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
@@ -50,8 +52,9 @@ class Client {
   std::string platform_version_;
 };
 
-// Serialized xla.CompileOptionsProto for one replica and one partition on `device`.
-// The CPU plugin aborts on empty options, so every compile goes through this.
-std::string compile_options_for_device(int device);
+// Serialized xla.CompileOptionsProto: one replica, one partition, portable (the
+// device is chosen at execution). The CPU plugin aborts on empty options, so every
+// compile goes through this.
+std::string portable_compile_options();
 
 }  // namespace tpu::pjrt

@@ -26,9 +26,8 @@ ExecutableView view_of(const PJRT_Api* api, PJRT_LoadedExecutable* loaded) {
 }
 }  // namespace
 
-Executable::Executable(std::shared_ptr<const Plugin> plugin, PJRT_LoadedExecutable* executable,
-                       PJRT_Device* device)
-    : plugin_(std::move(plugin)), executable_(executable), device_(device) {
+Executable::Executable(std::shared_ptr<const Plugin> plugin, PJRT_LoadedExecutable* executable)
+    : plugin_(std::move(plugin)), executable_(executable) {
   const PJRT_Api* api = plugin_->api();
   ExecutableView view = view_of(api, executable_);
   auto args = PJRT_ARGS(PJRT_Executable_NumOutputs_Args);
@@ -44,7 +43,8 @@ Executable::~Executable() {
   if (error != nullptr) take_message(plugin_->api(), error);
 }
 
-std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& inputs) const {
+std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& inputs,
+                                           PJRT_Device* device) const {
   const PJRT_Api* api = plugin_->api();
   auto options = PJRT_ARGS(PJRT_ExecuteOptions);
   std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
@@ -58,7 +58,7 @@ std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& inpu
   args.num_devices = 1;
   args.num_args = inputs.size();
   args.output_lists = &output_list;
-  args.execute_device = nullptr;  // compiled for exactly one device
+  args.execute_device = device;  // portable executables run where they are told
   check(api, api->PJRT_LoadedExecutable_Execute(&args), "PJRT_LoadedExecutable_Execute");
 
   std::vector<BufferPtr> result;

@@ -10,18 +10,18 @@ namespace tpu::pjrt {
 
 class Executable {
  public:
-  Executable(std::shared_ptr<const Plugin> plugin, PJRT_LoadedExecutable* executable,
-             PJRT_Device* device);
+  Executable(std::shared_ptr<const Plugin> plugin, PJRT_LoadedExecutable* executable);
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
 
   size_t num_outputs() const { return num_outputs_; }
 
-  // Enqueues one run on the executable's device and returns its outputs at once;
-  // they become ready asynchronously. Inputs are only read, except those the
-  // program declares donated, which are consumed.
-  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& inputs) const;
+  // Enqueues one run on `device` (where the inputs must live) and returns its
+  // outputs at once; they become ready asynchronously. Inputs are only read, except
+  // those the program declares donated, which are consumed.
+  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& inputs,
+                                 PJRT_Device* device) const;
 
   // The compiled program as bytes that deserialize() turns back into an executable
   // with the same plugin build.
@@ -30,7 +30,6 @@ class Executable {
  private:
   std::shared_ptr<const Plugin> plugin_;
   PJRT_LoadedExecutable* executable_;
-  PJRT_Device* device_;
   size_t num_outputs_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
-// Compiled programs in memory, keyed by (device, StableHLO text). The text is the
-// key, not its hash, so two programs can never be confused.
+// Compiled programs in memory, keyed by their StableHLO text (the text itself, not
+// a hash, so two programs can never be confused). Executables are portable: one
+// compile serves every device.
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,8 +15,8 @@ class ProgramCache {
  public:
   explicit ProgramCache(const pjrt::Client& client) : client_(client) {}
 
-  // Returns the executable for `program` on `device`, compiling it on first use.
-  std::shared_ptr<pjrt::Executable> get(const std::string& program, int device);
+  // Returns the executable for `program`, compiling it on first use.
+  std::shared_ptr<pjrt::Executable> get(const std::string& program);
   size_t size();
   void clear();
 

@@ -169,6 +169,25 @@ Value reinterpret(hlo::Builder& b, const Value& storage, ElementType type) {
   if (from == type) return storage;
   // Booleans have no bit pattern in StableHLO: go through u8 (they are 0/1 bytes).
   if (from == ElementType::Pred) return reinterpret(b, b.convert(storage, ElementType::U8), type);
+  // Complex numbers have no bit cast either: they are (real, imaginary) float pairs.
+  if (hlo::is_complex(from)) {
+    const int64_t n = storage.dims().at(0);
+    Value re = b.reshape(b.complex_parts(storage, false), {n, 1});
+    Value im = b.reshape(b.complex_parts(storage, true), {n, 1});
+    return reinterpret(b, b.reshape(b.concatenate({re, im}, 1), {2 * n}), type);
+  }
+  if (hlo::is_complex(type)) {
+    ElementType part = type == ElementType::C64 ? ElementType::F32 : ElementType::F64;
+    Value floats = reinterpret(b, storage, part);
+    const int64_t n = floats.dims().at(0);
+    if (n % 2 != 0) {
+      throw std::invalid_argument("cannot view an odd number of floats as complex numbers");
+    }
+    Value pairs = b.reshape(floats, {n / 2, 2});
+    Value re = b.reshape(b.slice(pairs, {0, 0}, {n / 2, 1}, {1, 1}), {n / 2});
+    Value im = b.reshape(b.slice(pairs, {0, 1}, {n / 2, 2}, {1, 1}), {n / 2});
+    return b.make_complex(re, im);
+  }
   if (type == ElementType::Pred) {
     Value bytes = reinterpret(b, storage, ElementType::U8);
     return b.compare(hlo::Compare::NE, bytes, b.broadcast_to(b.constant(0, ElementType::U8), bytes.dims()));

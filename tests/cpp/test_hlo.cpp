@@ -17,14 +17,14 @@ TensorType f32(std::vector<int64_t> dims) { return TensorType{ElementType::F32, 
 // Compiles `builder`'s module returning `result`, runs it on f32 inputs, returns the output.
 std::vector<float> run(const Builder& builder, const Value& result,
                        const std::vector<std::pair<std::vector<float>, std::vector<int64_t>>>& inputs) {
-  auto executable = shared_client().compile(builder.module_text({result}), 0);
+  auto executable = shared_client().compile(builder.module_text({result}));
   std::vector<pjrt::BufferPtr> buffers;
   std::vector<PJRT_Buffer*> raw;
   for (const auto& [data, dims] : inputs) {
     buffers.push_back(shared_client().buffer_from_host(data.data(), PJRT_Buffer_Type_F32, dims, 0));
     raw.push_back(buffers.back()->get());
   }
-  auto outputs = executable->execute(raw);
+  auto outputs = executable->execute(raw, shared_client().device(0));
   std::vector<float> out(result.type.num_elements());
   outputs.at(0)->to_host(out.data(), out.size() * sizeof(float));
   return out;

@@ -82,12 +82,12 @@ TEST(Buffer, InvalidElementTypeNeverReachesThePlugin) {
 }
 
 TEST(Executable, CompilesAndRuns) {
-  auto executable = shared_client().compile(kAddAndSum, 0);
+  auto executable = shared_client().compile(kAddAndSum);
   ASSERT_EQ(executable->num_outputs(), 2u);
   float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
   BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
   BufferPtr bb = shared_client().buffer_from_host(b, PJRT_Buffer_Type_F32, {4}, 0);
-  std::vector<BufferPtr> outputs = executable->execute({ba->get(), bb->get()});
+  std::vector<BufferPtr> outputs = executable->execute({ba->get(), bb->get()}, shared_client().device(0));
   float sum_out[4];
   float total = 0;
   outputs[0]->to_host(sum_out, sizeof sum_out);
@@ -99,7 +99,7 @@ TEST(Executable, CompilesAndRuns) {
 
 TEST(Executable, CompileErrorCarriesThePluginMessage) {
   try {
-    shared_client().compile("this is not mlir", 0);
+    shared_client().compile("this is not mlir");
     FAIL() << "expected an exception";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("compiling StableHLO failed"), std::string::npos);
@@ -108,21 +108,21 @@ TEST(Executable, CompileErrorCarriesThePluginMessage) {
 }
 
 TEST(Executable, SerializeAndDeserialize) {
-  auto executable = shared_client().compile(kAddAndSum, 0);
+  auto executable = shared_client().compile(kAddAndSum);
   std::string bytes = executable->serialize();
   ASSERT_FALSE(bytes.empty());
-  auto loaded = shared_client().deserialize(bytes, 0);
+  auto loaded = shared_client().deserialize(bytes);
   float a[4] = {1, 1, 1, 1};
   BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
-  std::vector<BufferPtr> outputs = loaded->execute({ba->get(), ba->get()});
+  std::vector<BufferPtr> outputs = loaded->execute({ba->get(), ba->get()}, shared_client().device(0));
   float total = 0;
   outputs[1]->to_host(&total, sizeof total);
   EXPECT_EQ(total, 8.0f);
 }
 
 TEST(Executable, CorruptSerializedBytesThrow) {
-  EXPECT_THROW(shared_client().deserialize("not an executable", 0), Error);
-  EXPECT_THROW(shared_client().deserialize("", 0), std::invalid_argument);
+  EXPECT_THROW(shared_client().deserialize("not an executable"), Error);
+  EXPECT_THROW(shared_client().deserialize(""), std::invalid_argument);
 }
 
 TEST(Event, OnReadyCallbackFires) {
@@ -133,9 +133,21 @@ TEST(Event, OnReadyCallbackFires) {
   EXPECT_EQ(fired.get_future().get(), "");
 }
 
-TEST(CompileOptions, EncodeDeviceReplicasAndPartitions) {
-  EXPECT_EQ(compile_options_for_device(0), std::string("\x1a\x06\x08\x00\x20\x01\x28\x01", 8));
-  EXPECT_EQ(compile_options_for_device(3), std::string("\x1a\x06\x08\x03\x20\x01\x28\x01", 8));
+TEST(CompileOptions, OneReplicaOnePartitionPortable) {
+  EXPECT_EQ(portable_compile_options(), std::string("\x1a\x04\x20\x01\x28\x01\x20\x01", 8));
+}
+
+TEST(Executable, OneCompileRunsOnEveryDevice) {
+  auto executable = shared_client().compile(kAddAndSum);
+  for (int device = 0; device < shared_client().device_count(); ++device) {
+    float a[4] = {1, 2, 3, static_cast<float>(device)};
+    BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, device);
+    std::vector<BufferPtr> outputs =
+        executable->execute({ba->get(), ba->get()}, shared_client().device(device));
+    float total = 0;
+    outputs[1]->to_host(&total, sizeof total);
+    EXPECT_EQ(total, 12.0f + 2 * device) << "device " << device;
+  }
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ TEST(ProgramCache, CompilesOncePerProgram) {
   hlo::Value x = b.parameter(hlo::TensorType{hlo::ElementType::F32, {3}});
   std::string text = b.module_text({b.unary("negate", x)});
   int64_t before = metrics().snapshot().compiles;
-  auto first = cache.get(text, 0);
-  auto second = cache.get(text, 0);
+  auto first = cache.get(text);
+  auto second = cache.get(text);
   EXPECT_EQ(first, second);
   EXPECT_EQ(metrics().snapshot().compiles - before, 1);
   EXPECT_EQ(cache.size(), 1u);

@@ -39,10 +39,10 @@ std::vector<int64_t> reference_indices(const StridedView& view) {
 
 std::vector<float> run(const hlo::Builder& b, const hlo::Value& result,
                        const std::vector<float>& input) {
-  auto executable = shared_client().compile(b.module_text({result}), 0);
+  auto executable = shared_client().compile(b.module_text({result}));
   auto buffer = shared_client().buffer_from_host(input.data(), PJRT_Buffer_Type_F32,
                                                  {static_cast<int64_t>(input.size())}, 0);
-  auto outputs = executable->execute({buffer->get()});
+  auto outputs = executable->execute({buffer->get()}, shared_client().device(0));
   std::vector<float> out(result.type.num_elements());
   outputs[0]->to_host(out.data(), out.size() * sizeof(float));
   return out;
