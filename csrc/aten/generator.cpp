@@ -24,6 +24,8 @@ class TpuGenerator final : public c10::GeneratorImpl {
       : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, device),
                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) {}
 
+  static c10::DeviceType device_type() { return c10::DeviceType::PrivateUse1; }
+
   void set_current_seed(uint64_t seed) override {
     seed_ = seed;
     offset_ = 0;
@@ -83,6 +85,21 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
 at::Generator new_generator(c10::DeviceIndex device) {
   check_device_index(device);
   return at::make_generator<TpuGenerator>(device);
+}
+
+std::array<uint64_t, 2> next_random_key(const std::optional<at::Generator>& generator,
+                                        c10::DeviceIndex device) {
+  at::Generator source = generator.has_value() && generator->defined()
+                             ? *generator
+                             : default_generator(device);
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
+              "Expected a 'tpu' device type for generator but found '", source.device().type(),
+              "'");
+  std::lock_guard<std::mutex> lock(source.mutex());
+  auto* impl = at::check_generator<TpuGenerator>(source);
+  std::array<uint64_t, 2> key{impl->current_seed(), impl->get_offset()};
+  impl->set_offset(key[1] + 1);
+  return key;
 }
 
 }  // namespace tpu::aten

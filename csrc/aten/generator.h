@@ -3,9 +3,18 @@
 // ops consume it. Its state is 16 bytes: seed then offset, little-endian uint64.
 #include <ATen/core/Generator.h>
 
+#include <array>
+#include <optional>
+
 namespace tpu::aten {
 
 const at::Generator& default_generator(c10::DeviceIndex device);
 at::Generator new_generator(c10::DeviceIndex device);
+
+// The key (seed, offset) for the next random op on `device`, taken from `generator`
+// (or the device's default one), whose offset it then advances. Random ops pass the
+// key to their program at run time, so a new key never recompiles.
+std::array<uint64_t, 2> next_random_key(const std::optional<at::Generator>& generator,
+                                        c10::DeviceIndex device);
 
 }  // namespace tpu::aten

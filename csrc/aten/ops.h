@@ -2,6 +2,7 @@
 // Declarations of the tpu kernels, grouped by the file that implements them.
 // registration.cpp maps ATen schemas to these.
 #include <ATen/core/Tensor.h>
+#include <ATen/core/Generator.h>
 #include <c10/core/Scalar.h>
 
 namespace tpu::hlo {
@@ -134,6 +135,21 @@ at::Tensor& binary_in_place(const char* name, BinaryLowering lowering, BinaryKin
                             at::Tensor& self, const BinaryOperand& other);
 at::Tensor& binary_out(const char* name, BinaryLowering lowering, BinaryKind kind,
                        const BinaryOperand& self, const BinaryOperand& other, at::Tensor& out);
+
+// random.cpp
+at::Tensor& uniform_(at::Tensor& self, double from, double to,
+                     std::optional<at::Generator> generator);
+at::Tensor& normal_(at::Tensor& self, double mean, double std,
+                    std::optional<at::Generator> generator);
+at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
+                         std::optional<at::Generator> generator);
+at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator);
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> generator);
+at::Tensor& bernoulli_float_(at::Tensor& self, double probability,
+                             std::optional<at::Generator> generator);
+at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& probability,
+                              std::optional<at::Generator> generator);
+at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> generator);
 
 // reduce.cpp
 at::Tensor sum(const at::Tensor& self, std::optional<c10::ScalarType> dtype);

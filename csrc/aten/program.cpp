@@ -75,7 +75,7 @@ hlo::Value Program::storage_value(StorageState& state) {
     state.value = builder_.parameter(hlo::TensorType{state.storage->element_type(),
                                                      {state.storage->elements()}});
     state.has_value = true;
-    operands_.push_back(Operand{static_cast<int>(&state - storages_.data()), {}, {}});
+    operands_.push_back(Operand{static_cast<int>(&state - storages_.data()), {}, {}, {}});
   }
   return state.value;
 }
@@ -105,7 +105,15 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
 
 hlo::Value Program::scalar(const c10::Scalar& value, c10::ScalarType type) {
   hlo::Value parameter = builder_.parameter(hlo::TensorType{element_type(type), {}});
-  operands_.push_back(Operand{-1, scalar_bytes(value, type), type});
+  operands_.push_back(Operand{-1, scalar_bytes(value, type), type, {}});
+  return parameter;
+}
+
+hlo::Value Program::key(const std::array<uint64_t, 2>& key) {
+  hlo::Value parameter = builder_.parameter(hlo::TensorType{hlo::ElementType::U64, {2}});
+  std::vector<unsigned char> bytes(sizeof key);
+  std::memcpy(bytes.data(), key.data(), sizeof key);
+  operands_.push_back(Operand{-1, std::move(bytes), c10::kUInt64, {2}});
   return parameter;
 }
 
@@ -151,8 +159,8 @@ void Program::run() {
       arguments.push_back(storages_[operand.storage].storage->buffer()->get());
     } else {
       scalars.push_back(client.buffer_from_host(operand.bytes.data(),
-                                                buffer_type(element_type(operand.type)), {},
-                                                device_));
+                                                buffer_type(element_type(operand.type)),
+                                                operand.dims, device_));
       arguments.push_back(scalars.back()->get());
     }
   }

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
 
+#include <array>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,8 @@ class Program {
   hlo::Value read(const at::Tensor& tensor, std::optional<c10::ScalarType> as = std::nullopt);
   // A scalar operand passed at run time (so changing it never recompiles).
   hlo::Value scalar(const c10::Scalar& value, c10::ScalarType type);
+  // A ui64[2] operand passed at run time (a random key: new keys never recompile).
+  hlo::Value key(const std::array<uint64_t, 2>& key);
   // Stores `value` into `out` (converted to out's dtype, broadcast to its shape);
   // writes through views land in the base storage.
   void write(const at::Tensor& out, const hlo::Value& value);
@@ -59,8 +62,9 @@ class Program {
   // Run-time operands in parameter order: a storage (index into storages_) or a scalar buffer.
   struct Operand {
     int storage = -1;
-    std::vector<unsigned char> bytes;  // a scalar's value, uploaded by run()
+    std::vector<unsigned char> bytes;  // a scalar's or key's value, uploaded by run()
     c10::ScalarType type = c10::kFloat;
+    std::vector<int64_t> dims;
   };
   std::vector<Operand> operands_;
 };

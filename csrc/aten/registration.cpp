@@ -157,6 +157,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #undef TPU_SCALAR
 #undef TPU_TENSOR
 
+  // random.cpp
+  m.impl("uniform_", TORCH_FN(uniform_));
+  m.impl("normal_", TORCH_FN(normal_));
+  m.impl("random_.from", TORCH_FN(random_from_));
+  m.impl("random_.to", TORCH_FN(random_to_));
+  m.impl("random_", TORCH_FN(random_));
+  m.impl("bernoulli_.float", TORCH_FN(bernoulli_float_));
+  m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_));
+  m.impl("bernoulli", TORCH_FN(bernoulli));
+
   // reduce.cpp
   m.impl("sum", TORCH_FN(sum));
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));

@@ -91,7 +91,8 @@ void Builder::alias_parameter(int index, int output) { parameter_alias_.at(index
 
 std::string Builder::name(const Value& v) const {
   if (v.id < 0) return "%arg" + std::to_string(-v.id - 1);
-  return "%" + std::to_string(v.id);
+  std::string base = "%" + std::to_string(v.id);
+  return v.result < 0 ? base : base + "#" + std::to_string(v.result);
 }
 
 Value Builder::emit(const std::string& op, const std::vector<Value>& operands,
@@ -336,6 +337,14 @@ Value Builder::scatter_1d(const Value& operand, const Value& indices, const Valu
       std::to_string(indices.rank()) + ">, indices_are_sorted = false, unique_indices = false";
   return emit("scatter", {operand, index_vectors, updates}, operand.type, attributes,
               binary_region(operand.element(), nullptr));
+}
+
+std::vector<Value> Builder::rng_bit_generator(const Value& state, const TensorType& type) {
+  int id = next_id_++;
+  body_ += "    %" + std::to_string(id) + ":2 = \"stablehlo.rng_bit_generator\"(" + name(state) +
+           ") {rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>} : (" + state.type.str() +
+           ") -> (" + state.type.str() + ", " + type.str() + ")\n";
+  return {Value{id, state.type, 0}, Value{id, type, 1}};
 }
 
 Value Builder::dynamic_update_slice(const Value& operand, const Value& update,

@@ -13,6 +13,7 @@ namespace tpu::hlo {
 struct Value {
   int id = -1;  // parameters are negative (-1 - index), op results non-negative
   TensorType type;
+  int result = -1;  // which result of a multi-result op, or -1
   const std::vector<int64_t>& dims() const { return type.dims; }
   ElementType element() const { return type.element; }
   int64_t rank() const { return type.rank(); }
@@ -65,6 +66,9 @@ class Builder {
   Value gather_1d(const Value& operand, const Value& indices);
   // operand with operand[indices[i...]] = updates[i...] (1-D operand, same-shape indices/updates).
   Value scatter_1d(const Value& operand, const Value& indices, const Value& updates);
+  // Random bits from the counter-based generator: returns {new_state, bits} where
+  // `state` is a ui64[2] key (seed, offset) and bits has `type` (an unsigned type).
+  std::vector<Value> rng_bit_generator(const Value& state, const TensorType& type);
   Value dynamic_update_slice(const Value& operand, const Value& update,
                              const std::vector<Value>& start_indices);
 

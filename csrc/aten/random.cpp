@@ -1,0 +1,159 @@
+// Random numbers drawn on the device from the device generator (seed, offset):
+// uniform_, normal_, random_, bernoulli_. Each call takes a fresh key at run time.
+#include <ATen/ops/empty.h>
+
+#include <cmath>
+#include <limits>
+
+#include "aten/dtype.h"
+#include "aten/generator.h"
+#include "aten/ops.h"
+#include "aten/program.h"
+
+namespace tpu::aten {
+
+namespace {
+
+using hlo::Builder;
+using hlo::ElementType;
+using hlo::TensorType;
+using hlo::Value;
+
+Value splat(Builder& b, double v, ElementType type, const std::vector<int64_t>& dims) {
+  return b.broadcast_to(b.constant(v, type), dims);
+}
+
+// Uniform floats in [0, 1) of `type` (f32 or f64), built from the top mantissa bits.
+Value uniform01(Program& p, const std::vector<int64_t>& dims, ElementType type,
+                const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
+  Builder& b = p.b();
+  const bool wide = type == ElementType::F64;
+  const ElementType bits_type = wide ? ElementType::U64 : ElementType::U32;
+  Value bits = b.rng_bit_generator(p.key(next_random_key(generator, device)),
+                                   TensorType{bits_type, dims})[1];
+  Value shift = splat(b, wide ? 12 : 9, bits_type, dims);
+  Value exponent_of_one = splat(b, wide ? 4607182418800017408.0 : 1065353216.0, bits_type, dims);
+  Value in_one_two = b.binary("or", b.binary("shift_right_logical", bits, shift), exponent_of_one);
+  Value one_to_two = b.bitcast_convert(in_one_two, TensorType{type, dims});
+  return b.binary("subtract", one_to_two, splat(b, 1, type, dims));
+}
+
+ElementType float_work_type(const at::Tensor& self) {
+  return self.scalar_type() == c10::kDouble ? ElementType::F64 : ElementType::F32;
+}
+
+}  // namespace
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to,
+                     std::optional<at::Generator> generator) {
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
+              " > to=", to);
+  Program p("aten::uniform_");
+  Builder& b = p.b();
+  std::vector<int64_t> dims = self.sizes().vec();
+  ElementType work = float_work_type(self);
+  Value u = uniform01(p, dims, work, generator, self.device().index());
+  c10::ScalarType scalar = scalar_type(work);
+  Value low = b.broadcast_to(p.scalar(from, scalar), dims);
+  Value span = b.broadcast_to(p.scalar(to - from, scalar), dims);
+  p.write(self, b.binary("add", low, b.binary("multiply", u, span)));
+  p.run();
+  return self;
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std,
+                    std::optional<at::Generator> generator) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  Program p("aten::normal_");
+  Builder& b = p.b();
+  std::vector<int64_t> dims = self.sizes().vec();
+  ElementType work = float_work_type(self);
+  c10::DeviceIndex device = self.device().index();
+  // Box-Muller: sqrt(-2 log(1 - u1)) * cos(2 pi u2), with 1 - u1 in (0, 1].
+  Value u1 = uniform01(p, dims, work, generator, device);
+  Value u2 = uniform01(p, dims, work, generator, device);
+  Value radius = b.unary(
+      "sqrt", b.binary("multiply", splat(b, -2, work, dims),
+                       b.unary("log", b.binary("subtract", splat(b, 1, work, dims), u1))));
+  Value angle = b.binary("multiply", u2, splat(b, 2 * M_PI, work, dims));
+  Value z = b.binary("multiply", radius, b.unary("cosine", angle));
+  c10::ScalarType scalar = scalar_type(work);
+  Value scaled = b.binary("multiply", z, b.broadcast_to(p.scalar(std, scalar), dims));
+  p.write(self, b.binary("add", scaled, b.broadcast_to(p.scalar(mean, scalar), dims)));
+  p.run();
+  return self;
+}
+
+at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
+                         std::optional<at::Generator> generator) {
+  c10::ScalarType type = self.scalar_type();
+  int64_t end;
+  if (to.has_value()) {
+    end = *to;
+  } else if (c10::isFloatingType(type)) {
+    // Integers exactly representable in the dtype, as PyTorch's random_ does.
+    int digits = type == c10::kDouble ? 53 : type == c10::kFloat ? 24 : type == c10::kHalf ? 11 : 8;
+    end = (int64_t{1} << digits) + 1;
+  } else if (type == c10::kBool) {
+    end = 2;
+  } else {
+    end = c10::isSignedType(type) || type == c10::kByte
+              ? static_cast<int64_t>(std::min<uint64_t>(
+                    std::numeric_limits<int64_t>::max(),
+                    type == c10::kByte ? 255 : (uint64_t{1} << (c10::elementSize(type) * 8 - 1)) - 1)) + 1
+              : std::numeric_limits<int64_t>::max();
+  }
+  TORCH_CHECK(from < end, "random_ expects 'from' to be less than 'to', but got from=", from,
+              " >= to=", end);
+  Program p("aten::random_");
+  Builder& b = p.b();
+  std::vector<int64_t> dims = self.sizes().vec();
+  Value bits = b.rng_bit_generator(p.key(next_random_key(generator, self.device().index())),
+                                   TensorType{ElementType::U64, dims})[1];
+  Value range = b.broadcast_to(p.scalar(static_cast<uint64_t>(end - from), c10::kUInt64), dims);
+  Value offset = b.convert(b.binary("remainder", bits, range), ElementType::S64);
+  p.write(self, b.binary("add", offset, b.broadcast_to(p.scalar(from, c10::kLong), dims)));
+  p.run();
+  return self;
+}
+
+at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) {
+  return random_from_(self, 0, to, generator);
+}
+
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> generator) {
+  return random_from_(self, 0, std::nullopt, generator);
+}
+
+at::Tensor& bernoulli_float_(at::Tensor& self, double probability,
+                             std::optional<at::Generator> generator) {
+  TORCH_CHECK(0 <= probability && probability <= 1,
+              "bernoulli_ expects p to be in [0, 1], but got p=", probability);
+  Program p("aten::bernoulli_.float");
+  Builder& b = p.b();
+  std::vector<int64_t> dims = self.sizes().vec();
+  Value u = uniform01(p, dims, ElementType::F64, generator, self.device().index());
+  Value threshold = b.broadcast_to(p.scalar(probability, c10::kDouble), dims);
+  p.write(self, b.compare(hlo::Compare::LT, u, threshold));
+  p.run();
+  return self;
+}
+
+at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& probability,
+                              std::optional<at::Generator> generator) {
+  Program p("aten::bernoulli_.Tensor");
+  Builder& b = p.b();
+  std::vector<int64_t> dims = self.sizes().vec();
+  Value u = uniform01(p, dims, ElementType::F64, generator, self.device().index());
+  Value threshold = b.broadcast_to(p.read(probability, c10::kDouble), dims);
+  p.write(self, b.compare(hlo::Compare::LT, u, threshold));
+  p.run();
+  return self;
+}
+
+at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> generator) {
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  return bernoulli_tensor_(out, self, generator);
+}
+
+}  // namespace tpu::aten
