@@ -25,7 +25,13 @@ class CMakeBuild(build_ext):
         build_dir = os.environ.get("TORCH_TPU_BUILD_DIR", os.path.join(ROOT, "build"))
         subprocess.check_call(
             [
-                "cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
+                "cmake",
+                "-S",
+                ROOT,
+                "-B",
+                build_dir,
+                "-G",
+                "Ninja",
                 f"-DPython3_EXECUTABLE={sys.executable}",
                 f"-DCMAKE_BUILD_TYPE={os.environ.get('TORCH_TPU_BUILD_TYPE', 'Release')}",
             ]

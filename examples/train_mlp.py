@@ -1,6 +1,6 @@
 """Trains a small MLP on the tpu device and checks it against the same run on the CPU.
 
-    python examples/train_mlp.py
+python examples/train_mlp.py
 """
 
 import torch
@@ -18,7 +18,9 @@ def make_data(n: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
 
 def train(device: str, steps: int = 50) -> list[float]:
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+    model = nn.Sequential(
+        nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1)
+    )
     model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     x, y = (t.to(device) for t in make_data())
@@ -33,9 +35,11 @@ def train(device: str, steps: int = 50) -> list[float]:
 
 
 def main() -> None:
-    print(f"torch_tpu {torch_tpu.__version__} on platform '{torch_tpu.platform()}' "
-          f"(PJRT C API {torch_tpu.plugin_info()['api_version']}), "
-          f"{torch.tpu.device_count()} tpu device(s)")
+    print(
+        f"torch_tpu {torch_tpu.__version__} on platform '{torch_tpu.platform()}' "
+        f"(PJRT C API {torch_tpu.plugin_info()['api_version']}), "
+        f"{torch.tpu.device_count()} tpu device(s)"
+    )
     tpu_losses = train("tpu")
     cpu_losses = train("cpu")
     for step in (0, 9, 19, 29, 39, 49):
@@ -44,10 +48,15 @@ def main() -> None:
     assert tpu_losses[-1] < 0.5 * tpu_losses[0], "the loss did not fall"
     assert worst < 1e-3, f"tpu and CPU losses differ by {worst}"
     stats = torch_tpu.metrics.snapshot()
-    print(f"loss fell from {tpu_losses[0]:.4f} to {tpu_losses[-1]:.4f}; matches CPU within {worst:.1e}")
-    print(f"programs compiled: {stats['compiles']}, executions: {stats['executions']}, "
-          f"CPU fallbacks: {sum(stats['cpu_fallbacks'].values())} "
-          f"({', '.join(sorted(stats['cpu_fallbacks'])) or 'none'})")
+    print(
+        f"loss fell from {tpu_losses[0]:.4f} to {tpu_losses[-1]:.4f}; "
+        f"matches CPU within {worst:.1e}"
+    )
+    print(
+        f"programs compiled: {stats['compiles']}, executions: {stats['executions']}, "
+        f"CPU fallbacks: {sum(stats['cpu_fallbacks'].values())} "
+        f"({', '.join(sorted(stats['cpu_fallbacks'])) or 'none'})"
+    )
 
 
 if __name__ == "__main__":

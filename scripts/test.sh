@@ -8,5 +8,8 @@ build_dir=${TORCH_TPU_BUILD_DIR:-build}
 echo "== C++ tests: csrc/pjrt, csrc/hlo, csrc/runtime (GoogleTest)"
 "$build_dir/tpu_core_tests" --gtest_brief=1
 
+echo "== lint (ruff)"
+"$PYTHON" -m ruff check torch_tpu tests examples setup.py
+
 echo "== Python tests (pytest)"
 "$PYTHON" -m pytest tests -q -p no:cacheprovider "$@"

@@ -51,7 +51,11 @@ def sample(dtype, shape=(3, 5), seed=0):
             v[1] = -hi
         return v.to(dtype).reshape(shape)
     if dtype.is_complex:
-        return torch.complex(torch.randn(n, generator=g), torch.randn(n, generator=g)).to(dtype).reshape(shape)
+        return (
+            torch.complex(torch.randn(n, generator=g), torch.randn(n, generator=g))
+            .to(dtype)
+            .reshape(shape)
+        )
     return (torch.randn(n, generator=g, dtype=torch.float64) * 100).to(dtype).reshape(shape)
 
 
@@ -190,7 +194,9 @@ def test_noncontiguous_tpu_to_cpu(kind, dtype):
     assert_equal(t.cpu(), expected.contiguous())
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.bfloat16, torch.uint8], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.int64, torch.bool, torch.bfloat16, torch.uint8], ids=str
+)
 @pytest.mark.parametrize("kind", list(NONCONTIG))
 def test_noncontiguous_tpu_to_tpu(kind, dtype):
     c = sample(dtype, (3, 5))
@@ -341,11 +347,23 @@ def test_float32_to_half_and_bfloat16_rounding():
         assert_equal(c.to(TPU, dst), c.to(dst))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16], ids=str
+)
 def test_special_float_values_round_trip(dtype):
     tiny = torch.finfo(dtype).tiny
     c = torch.tensor(
-        [float("inf"), float("-inf"), float("nan"), -0.0, 0.0, tiny, tiny / 4, -tiny / 2, torch.finfo(dtype).max],
+        [
+            float("inf"),
+            float("-inf"),
+            float("nan"),
+            -0.0,
+            0.0,
+            tiny,
+            tiny / 4,
+            -tiny / 2,
+            torch.finfo(dtype).max,
+        ],
         dtype=dtype,
     )
     t = c.to(TPU)
@@ -499,7 +517,9 @@ def test_format_and_python_scalars():
 
 
 @pytest.mark.parametrize("shape", [(0,), (0, 3), (2, 0, 4)], ids=str)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.complex64], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.int64, torch.bool, torch.complex64], ids=str
+)
 def test_zero_element(shape, dtype):
     c = torch.zeros(shape, dtype=dtype)
     t = c.to(TPU)
@@ -558,8 +578,18 @@ def test_zero_dim_arithmetic_and_cpu_scalar():
 # --------------------------------------------------------------------------------- factories
 
 
-FACTORY_DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int8, torch.int32,
-                  torch.int64, torch.uint8, torch.bool, torch.complex64]
+FACTORY_DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.bfloat16,
+    torch.float16,
+    torch.int8,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
+]
 
 
 @pytest.mark.parametrize("dtype", FACTORY_DTYPES, ids=str)
@@ -568,8 +598,14 @@ def test_zeros_ones_full(dtype):
         t = fn(3, 4, dtype=dtype, device=TPU)
         assert_on(t)
         assert_equal(t, fn(3, 4, dtype=dtype))
-    value = True if dtype == torch.bool else (7 if not (dtype.is_floating_point or dtype.is_complex) else -2.5)
-    assert_equal(torch.full((2, 5), value, dtype=dtype, device=TPU), torch.full((2, 5), value, dtype=dtype))
+    value = (
+        True
+        if dtype == torch.bool
+        else (7 if not (dtype.is_floating_point or dtype.is_complex) else -2.5)
+    )
+    assert_equal(
+        torch.full((2, 5), value, dtype=dtype, device=TPU), torch.full((2, 5), value, dtype=dtype)
+    )
     assert_equal(torch.zeros((), dtype=dtype, device=TPU), torch.zeros((), dtype=dtype))
 
 
@@ -581,10 +617,18 @@ def test_full_default_dtype_inference():
 
 
 def test_full_int_value_into_float_and_float_into_int_dtype():
-    assert_equal(torch.full((3,), 4, dtype=torch.float32, device=TPU), torch.full((3,), 4, dtype=torch.float32))
-    assert_equal(torch.full((3,), -1, dtype=torch.uint8, device=TPU), torch.full((3,), -1, dtype=torch.uint8))
+    assert_equal(
+        torch.full((3,), 4, dtype=torch.float32, device=TPU),
+        torch.full((3,), 4, dtype=torch.float32),
+    )
+    assert_equal(
+        torch.full((3,), -1, dtype=torch.uint8, device=TPU), torch.full((3,), -1, dtype=torch.uint8)
+    )
     big = 2**40 + 3
-    assert_equal(torch.full((2,), big, dtype=torch.int64, device=TPU), torch.full((2,), big, dtype=torch.int64))
+    assert_equal(
+        torch.full((2,), big, dtype=torch.int64, device=TPU),
+        torch.full((2,), big, dtype=torch.int64),
+    )
 
 
 ARANGE_CASES = {
@@ -709,7 +753,12 @@ def test_like_factories(dtype):
 
 def test_like_factories_on_tpu1():
     t = torch.ones(3, device="tpu:1")
-    for r in (torch.zeros_like(t), torch.ones_like(t), torch.full_like(t, 2.0), torch.empty_like(t)):
+    for r in (
+        torch.zeros_like(t),
+        torch.ones_like(t),
+        torch.full_like(t, 2.0),
+        torch.empty_like(t),
+    ):
         assert_on(r, 1)
     assert_equal(torch.full_like(t, 2.0), torch.full((3,), 2.0))
 

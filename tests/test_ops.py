@@ -9,6 +9,7 @@ import unittest
 import pytest
 import torch
 import torch.utils._pytree as pytree
+
 import torch_tpu
 
 TPU = "tpu"
@@ -62,7 +63,9 @@ def assert_matches(actual, expected, rtol=None, atol=None, scale=1.0):
     assert isinstance(actual, torch.Tensor)
     assert actual.device.type == TPU, f"result on {actual.device}, expected tpu"
     assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != cpu {expected.dtype}"
-    assert actual.shape == expected.shape, f"shape {tuple(actual.shape)} != cpu {tuple(expected.shape)}"
+    assert actual.shape == expected.shape, (
+        f"shape {tuple(actual.shape)} != cpu {tuple(expected.shape)}"
+    )
     if rtol is None:
         rtol, atol = TOL.get(expected.dtype, (0, 0))
         atol *= scale
@@ -134,11 +137,18 @@ def test_binary_tensor_broadcast(case):
     assert_matches(actual, expected)
 
 
-@pytest.mark.parametrize("op", list(BINARY))
-@pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize(
+    "op,dtype",
+    # in-place int/bool division and bool subtraction are CPU errors (see the error tests)
+    [
+        (op, dtype)
+        for op in BINARY
+        for dtype in ALL
+        if _valid(op, dtype) and not (op == "div" and dtype not in FLOATS)
+    ],
+    ids=str,
+)
 def test_binary_in_place(op, dtype):
-    if not _valid(op, dtype) or (op == "div" and dtype not in FLOATS):
-        pytest.skip("CPU rejects this combination (covered by the error tests)")
     a, b = binary_inputs((3, 4), (4,), dtype, op)
     ta = a.to(TPU)
     ptr = ta.data_ptr()
@@ -149,11 +159,17 @@ def test_binary_in_place(op, dtype):
     assert_matches(ta, a)
 
 
-@pytest.mark.parametrize("op", list(BINARY))
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool], ids=str)
+@pytest.mark.parametrize(
+    "op,dtype",
+    [
+        (op, dtype)
+        for op in BINARY
+        for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool)
+        if _valid(op, dtype)
+    ],
+    ids=str,
+)
 def test_binary_out(op, dtype):
-    if not _valid(op, dtype):
-        pytest.skip("CPU rejects bool subtraction")
     a, b = binary_inputs((2, 3), (3,), dtype, op)
     out_dtype = torch.float32 if op == "div" and dtype in (torch.int64, torch.bool) else dtype
     expected = torch.empty(2, 3, dtype=out_dtype)
@@ -187,8 +203,15 @@ def test_binary_out_wider_dtype():
 @pytest.mark.parametrize("op", ["add", "sub"])
 @pytest.mark.parametrize(
     "dtype,alpha",
-    [(torch.float32, 0.5), (torch.float32, -3), (torch.float64, 2.5), (torch.bfloat16, 2),
-     (torch.float16, 0.25), (torch.int32, 3), (torch.int64, -2)],
+    [
+        (torch.float32, 0.5),
+        (torch.float32, -3),
+        (torch.float64, 2.5),
+        (torch.bfloat16, 2),
+        (torch.float16, 0.25),
+        (torch.int32, 3),
+        (torch.int64, -2),
+    ],
     ids=str,
 )
 def test_alpha(op, dtype, alpha):
@@ -255,7 +278,11 @@ def test_binary_python_scalar(op, dtype, scalar):
     assert_matches(BINARY[op](a.to(TPU), scalar), BINARY[op](a, scalar))
     if op in ("add", "mul", "sub") and not (op == "sub" and dtype == torch.bool):
         # reflected: scalar (op) tensor
-        pyop = {"add": lambda x: scalar + x, "mul": lambda x: scalar * x, "sub": lambda x: scalar - x}[op]
+        pyop = {
+            "add": lambda x: scalar + x,
+            "mul": lambda x: scalar * x,
+            "sub": lambda x: scalar - x,
+        }[op]
         if raised(lambda: pyop(a)) is None:
             assert_matches(pyop(a.to(TPU)), pyop(a))
 
@@ -274,9 +301,68 @@ def test_aten_scalar_overloads(op, dtype):
             in_place(ta, scalar)
             assert_matches(ta, expected)
         else:
-            assert_same_error(lambda: in_place(a.clone(), scalar), lambda: in_place(a.to(TPU), scalar))
+            assert_same_error(
+                lambda: in_place(a.clone(), scalar), lambda: in_place(a.to(TPU), scalar)
+            )
     if op in ("add", "sub"):
         assert_matches(functional(a.to(TPU), 2, alpha=3), functional(a, 2, alpha=3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize(
+    "name,fn",
+    [
+        ("mul_scalar", lambda x, y: x * 0.1),
+        ("mul_scalar_third", lambda x, y: x * (1 / 3)),
+        ("add_scalar", lambda x, y: x + 0.3),
+        ("rsub_scalar", lambda x, y: 2.7 - x),
+        ("add_alpha", lambda x, y: torch.add(x, y, alpha=0.3)),
+        ("sub_alpha", lambda x, y: torch.sub(x, y, alpha=1.7)),
+        ("mul_tensor", lambda x, y: x * y),
+        ("div_tensor", lambda x, y: x / y),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_half_precision_rounds_once_like_cpu(dtype, name, fn):
+    # CPU (and CUDA) compute float16/bfloat16 elementwise ops in float32 ("opmath"), with the
+    # Python scalar / alpha in float32, and round the result once: a single op is bit-exact.
+    x = make((4096,), dtype, seed=30, exclude_zero=True)
+    y = make((4096,), dtype, seed=31, exclude_zero=True)
+    expected = fn(x, y)
+    actual = fn(x.to(TPU), y.to(TPU)).cpu()
+    differ = (actual != expected).sum().item()
+    assert differ == 0, (
+        f"{differ}/4096 results differ from CPU, e.g. tpu {actual[actual != expected][:4]} "
+        f"vs cpu {expected[actual != expected][:4]}"
+    )
+
+
+@pytest.mark.parametrize(
+    "name,dtype,fn",
+    [
+        ("f16_plus_1e5", torch.float16, lambda x: x + 1e5),  # overflows to inf on CPU
+        ("f16_times_1e6", torch.float16, lambda x: x * 1e6),
+        ("bf16_times_1e39", torch.bfloat16, lambda x: x * 1e39),
+        ("f32_times_1e300", torch.float32, lambda x: x * 1e300),
+        ("int32_plus_2pow31", torch.int32, lambda x: x + 2**31),  # wraps on CPU
+        ("int32_times_2pow32", torch.int32, lambda x: x * 2**32),
+        ("uint8_plus_300", torch.uint8, lambda x: x + 300),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_scalar_outside_dtype_range(name, dtype, fn):
+    # the Python scalar does not fit the tensor's dtype: CPU computes anyway (inf or wrap-around)
+    x = torch.tensor([1, 2, 3], dtype=dtype)
+    expected = fn(x)
+    assert_matches(fn(x.to(TPU)), expected)
+
+
+def test_alpha_outside_dtype_range_raises_like_cpu():
+    # unlike the other operand, alpha must fit the result dtype: the CPU raises
+    x = torch.tensor([1, 2, 3], dtype=torch.int32)
+    assert_same_error(
+        lambda: torch.add(x, x, alpha=2**31), lambda: torch.add(x.to(TPU), x.to(TPU), alpha=2**31)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -308,11 +394,21 @@ PROMOTION_CASES = {
 
 def _promo_operands(seed):
     shapes = {"i64_0d": (), "f64_0d": ()}
-    dtypes = {"i64": torch.int64, "i32": torch.int32, "b": torch.bool, "f16": torch.float16,
-              "f32": torch.float32, "bf16": torch.bfloat16, "f64": torch.float64,
-              "i64_0d": torch.int64, "f64_0d": torch.float64}
-    return {k: make(shapes.get(k, (2, 3)), d, seed=seed + i, exclude_zero=True)
-            for i, (k, d) in enumerate(dtypes.items())}
+    dtypes = {
+        "i64": torch.int64,
+        "i32": torch.int32,
+        "b": torch.bool,
+        "f16": torch.float16,
+        "f32": torch.float32,
+        "bf16": torch.bfloat16,
+        "f64": torch.float64,
+        "i64_0d": torch.int64,
+        "f64_0d": torch.float64,
+    }
+    return {
+        k: make(shapes.get(k, (2, 3)), d, seed=seed + i, exclude_zero=True)
+        for i, (k, d) in enumerate(dtypes.items())
+    }
 
 
 @pytest.mark.parametrize("name", list(PROMOTION_CASES))
@@ -325,8 +421,11 @@ def test_type_promotion(name):
 
 
 @pytest.mark.parametrize("op", ["mul", "add", "div"])
-@pytest.mark.parametrize("cpu_scalar", [torch.tensor(2.5), torch.tensor(3), torch.tensor(2.0, dtype=torch.float64)],
-                         ids=["f32", "i64", "f64"])
+@pytest.mark.parametrize(
+    "cpu_scalar",
+    [torch.tensor(2.5), torch.tensor(3), torch.tensor(2.0, dtype=torch.float64)],
+    ids=["f32", "i64", "f64"],
+)
 def test_cpu_zero_dim_tensor_with_tpu_tensor(op, cpu_scalar):
     a = make((3, 2), torch.float16, seed=8)
     i = make((3, 2), torch.int32, seed=9)
@@ -403,7 +502,9 @@ def test_error_out_wrong_dtype():
 
 def test_error_float_alpha_with_int_tensors():
     i = make((3,), torch.int64)
-    assert_same_error(lambda: torch.add(i, i, alpha=0.5), lambda: torch.add(i.to(TPU), i.to(TPU), alpha=0.5))
+    assert_same_error(
+        lambda: torch.add(i, i, alpha=0.5), lambda: torch.add(i.to(TPU), i.to(TPU), alpha=0.5)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -462,7 +563,9 @@ def test_sum(dtype, kwargs):
     assert_matches(torch.sum(a.to(TPU), **kwargs), expected, scale=10)
 
 
-@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.int32, torch.int64, torch.bool, torch.float16, torch.bfloat16], ids=str
+)
 def test_sum_result_dtype(dtype):
     # int/bool inputs sum to int64; floats keep their dtype
     a = make((6, 2), dtype, seed=6)
@@ -475,8 +578,14 @@ def test_sum_result_dtype(dtype):
 
 @pytest.mark.parametrize(
     "src,dst",
-    [(torch.float32, torch.float64), (torch.int32, torch.float32), (torch.bfloat16, torch.float32),
-     (torch.float16, torch.float32), (torch.int64, torch.int32), (torch.bool, torch.int32)],
+    [
+        (torch.float32, torch.float64),
+        (torch.int32, torch.float32),
+        (torch.bfloat16, torch.float32),
+        (torch.float16, torch.float32),
+        (torch.int64, torch.int32),
+        (torch.bool, torch.int32),
+    ],
     ids=str,
 )
 def test_sum_dtype_arg(src, dst):
@@ -526,13 +635,23 @@ def test_sum_errors():
 # mm
 # ---------------------------------------------------------------------------------------
 
-MM_SHAPES = [((3, 4), (4, 5)), ((1, 1), (1, 1)), ((1, 7), (7, 1)), ((7, 1), (1, 7)),
-             ((0, 3), (3, 4)), ((3, 0), (0, 4)), ((16, 32), (32, 8))]
+MM_SHAPES = [
+    ((3, 4), (4, 5)),
+    ((1, 1), (1, 1)),
+    ((1, 7), (7, 1)),
+    ((7, 1), (1, 7)),
+    ((0, 3), (3, 4)),
+    ((3, 0), (0, 4)),
+    ((16, 32), (32, 8)),
+]
 
 
 @pytest.mark.parametrize("shapes", MM_SHAPES, ids=str)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32,
-                                   torch.int64], ids=str)
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int64],
+    ids=str,
+)
 def test_mm(dtype, shapes):
     sa, sb = shapes
     low, high = (-3, 3) if dtype in INTS else (None, None)
@@ -570,6 +689,13 @@ def test_mm_shape_mismatch_error():
     assert_same_error(lambda: torch.mm(a, v), lambda: torch.mm(a.to(TPU), v.to(TPU)))
 
 
+def test_mm_unsupported_dtype_error():
+    # CPU (like CUDA) has no bool matmul
+    a = make((2, 3), torch.bool)
+    b = make((3, 2), torch.bool, seed=1)
+    assert_same_error(lambda: torch.mm(a, b), lambda: torch.mm(a.to(TPU), b.to(TPU)))
+
+
 # ---------------------------------------------------------------------------------------
 # fill_ / zero_
 # ---------------------------------------------------------------------------------------
@@ -597,7 +723,9 @@ def test_fill_tensor_value(dtype):
         expected = a.clone().fill_(v)
         assert_matches(a.to(TPU).fill_(v), expected)  # CPU 0-dim value
         assert_matches(a.to(TPU).fill_(v.to(TPU)), expected)  # tpu 0-dim value
-    assert_same_error(lambda: a.clone().fill_(torch.ones(2)), lambda: a.to(TPU).fill_(torch.ones(2, device=TPU)))
+    assert_same_error(
+        lambda: a.clone().fill_(torch.ones(2)), lambda: a.to(TPU).fill_(torch.ones(2, device=TPU))
+    )
 
 
 def test_fill_and_zero_on_views():
@@ -672,8 +800,15 @@ def _load_op_db():
     return op_db
 
 
-OPINFO_NAMES = [("add", ""), ("sub", ""), ("mul", ""), ("div", "no_rounding_mode"), ("sum", ""), ("mm", ""),
-                ("nn.functional.relu", "")]
+OPINFO_NAMES = [
+    ("add", ""),
+    ("sub", ""),
+    ("mul", ""),
+    ("div", "no_rounding_mode"),
+    ("sum", ""),
+    ("mm", ""),
+    ("nn.functional.relu", ""),
+]
 OPINFO_DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.bool]
 
 
@@ -686,7 +821,11 @@ def _opinfo_cases():
         info = matches[0]
         for dtype in OPINFO_DTYPES:
             if dtype in info.supported_dtypes("cpu"):
-                cases.append(pytest.param(info, dtype, id=f"{name}{'.' + variant if variant else ''}-{dtype}"))
+                cases.append(
+                    pytest.param(
+                        info, dtype, id=f"{name}{'.' + variant if variant else ''}-{dtype}"
+                    )
+                )
     return cases
 
 
@@ -729,14 +868,22 @@ def _run_samples(info, dtype, samples):
             else:
                 assert_matches(actual, expected)
         except Exception as e:  # noqa: BLE001  (collect all samples, then report)
-            failures.append(f"sample {i} {sample.summary() if hasattr(sample, 'summary') else sample}: "
-                            f"{type(e).__name__}: {str(e)[:300]}")
-    assert not failures, f"{len(failures)}/{len(samples)} samples differ from CPU:\n" + "\n".join(failures[:8])
+            failures.append(
+                f"sample {i} {sample.summary() if hasattr(sample, 'summary') else sample}: "
+                f"{type(e).__name__}: {str(e)[:300]}"
+            )
+    assert not failures, f"{len(failures)}/{len(samples)} samples differ from CPU:\n" + "\n".join(
+        failures[:8]
+    )
 
 
 @pytest.mark.parametrize(
     "info,dtype",
-    [c for c in OPINFO_CASES if c.values[1] == torch.float32 and c.values[0].name in ("add", "div", "sum")],
+    [
+        c
+        for c in OPINFO_CASES
+        if c.values[1] == torch.float32 and c.values[0].name in ("add", "div", "sum")
+    ],
 )
 def test_opinfo_reference_inputs(info, dtype):
     """The larger reference set: extreme values, type-promoting and non-contiguous operands."""

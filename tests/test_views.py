@@ -35,7 +35,9 @@ def assert_same_values(actual_tpu, expected_cpu, msg=""):
     assert got.dtype == expected_cpu.dtype, msg
     assert got.shape == expected_cpu.shape, msg
     if got.is_floating_point() or got.is_complex():
-        torch.testing.assert_close(got, expected_cpu, rtol=0, atol=0, equal_nan=True, msg=msg or None)
+        torch.testing.assert_close(
+            got, expected_cpu, rtol=0, atol=0, equal_nan=True, msg=msg or None
+        )
     else:
         torch.testing.assert_close(got, expected_cpu, rtol=0, atol=0, msg=msg or None)
 
@@ -76,7 +78,9 @@ def check(fn, *inputs, compare_inputs=True):
         for j in range(i + 1, len(cpu_all)):
             c_shared = _storage_key(cpu_all[i]) == _storage_key(cpu_all[j])
             t_shared = _storage_key(tpu_all[i]) == _storage_key(tpu_all[j])
-            assert c_shared == t_shared, f"storage sharing of tensors {i},{j}: tpu {t_shared} cpu {c_shared}"
+            assert c_shared == t_shared, (
+                f"storage sharing of tensors {i},{j}: tpu {t_shared} cpu {c_shared}"
+            )
             if c_shared and cpu_all[i].numel() and cpu_all[j].numel():
                 assert (tpu_all[i].data_ptr() - tpu_all[j].data_ptr()) == (
                     cpu_all[i].data_ptr() - cpu_all[j].data_ptr()
@@ -174,7 +178,10 @@ READ_CASES = {
     "view_as_real": (lambda x: torch.view_as_real(torch.view_as_complex(x.view(4, 3, 2))), m46),
     "view_dtype_u8_slice_as_i16": (lambda x: x.view(torch.uint8)[:, 2:10].view(torch.int16), sq),
     "view_dtype_i64_as_i32": (lambda x: x.view(torch.int32), lambda: m46(torch.int64) * -3),
-    "view_dtype_f64_as_f32": (lambda x: x.view(torch.float32)[:, 1::2], lambda: m46(torch.float64) / 3),
+    "view_dtype_f64_as_f32": (
+        lambda x: x.view(torch.float32)[:, 1::2],
+        lambda: m46(torch.float64) / 3,
+    ),
     "view_as_complex": (lambda x: torch.view_as_complex(x.view(12, 2)), m46),
     "view_as_real_of_complex": (lambda x: torch.view_as_real(x)[1:, 1], cplx),
     "view_as_complex_values": (lambda x: torch.view_as_complex(x.view(12, 2)).abs(), m46),
@@ -485,9 +492,18 @@ WRITE_CASES = {
         _copy_int_into_float_view,
         [m46, lambda: torch.tensor([[7, -8, 9], [10, 11, -12]], dtype=torch.int64)],
     ),
-    "out_into_row": (_out_into_row, [m46, lambda: torch.arange(6.0), lambda: torch.full((6,), 0.5)]),
-    "out_into_column": (_out_into_column, [m46, lambda: torch.arange(4.0), lambda: torch.full((4,), -3.0)]),
-    "out_into_diagonal": (_out_into_diagonal, [sq, lambda: torch.arange(5.0), lambda: torch.ones(5)]),
+    "out_into_row": (
+        _out_into_row,
+        [m46, lambda: torch.arange(6.0), lambda: torch.full((6,), 0.5)],
+    ),
+    "out_into_column": (
+        _out_into_column,
+        [m46, lambda: torch.arange(4.0), lambda: torch.full((4,), -3.0)],
+    ),
+    "out_into_diagonal": (
+        _out_into_diagonal,
+        [sq, lambda: torch.arange(5.0), lambda: torch.ones(5)],
+    ),
     "base_add_visible_in_views": (_base_inplace_visible, [m46]),
     "base_mul_tensor_visible": (_base_mul_tensor_visible, [m46, lambda: torch.arange(6.0) - 2]),
     "base_fill_visible": (_base_fill_visible, [sq]),
@@ -604,7 +620,13 @@ def test_update_through_overlapping_view_updates_each_element_once():
 def test_untyped_storage_shared_by_views():
     c = m46()
     t = c.to(TPU)
-    views = [lambda x: x.t(), lambda x: x[1:, 2:], lambda x: x.view(torch.int16), lambda x: x[3, 5], lambda x: x.unfold(1, 2, 1)]
+    views = [
+        lambda x: x.t(),
+        lambda x: x[1:, 2:],
+        lambda x: x.view(torch.int16),
+        lambda x: x[3, 5],
+        lambda x: x.unfold(1, 2, 1),
+    ]
     for make_view in views:
         tv, cv = make_view(t), make_view(c)
         assert tv.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
@@ -634,7 +656,9 @@ def test_clone_does_not_alias():
     assert_same_values(tc, c + 1)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16, torch.bool, torch.uint8])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.int64, torch.bfloat16, torch.bool, torch.uint8]
+)
 def test_untyped_storage_nbytes_per_dtype(dtype):
     c = torch.zeros(3, 5, dtype=dtype)
     t = torch.zeros(3, 5, dtype=dtype, device=TPU)

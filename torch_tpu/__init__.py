@@ -24,11 +24,15 @@ _C._initialize(_PLUGIN_PATH)
 
 torch.utils.rename_privateuse1_backend("tpu")
 
-from torch_tpu import _printing  # noqa: E402
+from torch_tpu import (  # noqa: E402
+    _autograd_threads,
+    _printing,
+    metrics,  # noqa: E402,F401
+)
 from torch_tpu import device as _device_module  # noqa: E402
-from torch_tpu import metrics  # noqa: E402,F401
 
 _printing.install()
+_autograd_threads.start(_C._device_count())
 
 torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(

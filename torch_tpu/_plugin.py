@@ -53,7 +53,8 @@ def find_plugin() -> tuple[str, str]:
         if not os.path.isfile(explicit):
             raise PluginNotFoundError(
                 f"TORCH_TPU_PJRT_PLUGIN={explicit!r} does not name a file. "
-                f"Point it at a PJRT plugin .so, or unset it to use an installed one ({_install_hint()})."
+                "Point it at a PJRT plugin .so, or unset it to use an installed one "
+                f"({_install_hint()})."
             )
         return explicit, os.environ.get("TORCH_TPU_PLATFORM", "custom")
 

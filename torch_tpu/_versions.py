@@ -15,7 +15,8 @@ def check_torch() -> None:
     installed = torch.__version__.split("+")[0]
     if installed != TORCH_VERSION:
         raise ImportError(
-            f"torch_tpu {TORCH_VERSION} needs torch=={TORCH_VERSION}, but torch {torch.__version__} "
+            f"torch_tpu {TORCH_VERSION} needs torch=={TORCH_VERSION}, "
+            f"but torch {torch.__version__} "
             f"is installed. Install the matching torch: pip install torch=={TORCH_VERSION}"
         )
 

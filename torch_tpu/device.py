@@ -116,7 +116,9 @@ def get_device_properties(device: Any = None) -> _DeviceProperties:
     """
     index = _index(device)
     if not 0 <= index < device_count():
-        raise ValueError(f"Invalid device index tpu:{index}: there are {device_count()} tpu devices")
+        raise ValueError(
+            f"Invalid device index tpu:{index}: there are {device_count()} tpu devices"
+        )
     return _DeviceProperties(index)
 
 

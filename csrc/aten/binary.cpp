@@ -27,9 +27,7 @@ Value truthy(Builder& b, const Value& x) {
   return b.compare(hlo::Compare::NE, x, zeros_like(b, x));
 }
 
-bool is_float_like(c10::ScalarType t) {
-  return c10::isFloatingType(t) || c10::isComplexType(t);
-}
+bool is_float_like(c10::ScalarType t) { return c10::isFloatingType(t) || c10::isComplexType(t); }
 
 }  // namespace
 
@@ -82,7 +80,8 @@ Types types_for(BinaryKind kind, c10::ScalarType common, const char* name) {
   switch (kind) {
     case BinaryKind::Common: return {common, common};
     case BinaryKind::Numeric:
-      TORCH_CHECK_NOT_IMPLEMENTED(common != c10::kBool, "\"", name, "_cpu\" not implemented for 'Bool'");
+      TORCH_CHECK_NOT_IMPLEMENTED(common != c10::kBool, "\"", name,
+                                  "_cpu\" not implemented for 'Bool'");
       return {common, common};
     case BinaryKind::Compare: return {common, c10::kBool};
     case BinaryKind::Logical: return {common, c10::kBool};
@@ -93,8 +92,8 @@ Types types_for(BinaryKind kind, c10::ScalarType common, const char* name) {
       return {f, f};
     }
     case BinaryKind::Integral:
-      TORCH_CHECK_NOT_IMPLEMENTED(!is_float_like(common), "\"", name, "_cpu\" not implemented for '",
-                  c10::toString(common), "'");
+      TORCH_CHECK_NOT_IMPLEMENTED(!is_float_like(common), "\"", name,
+                                  "_cpu\" not implemented for '", c10::toString(common), "'");
       return {common, common};
   }
   return {common, common};
@@ -117,8 +116,8 @@ std::vector<int64_t> shape_of(const BinaryOperand& self, const BinaryOperand& ot
 
 Value load(Program& p, const BinaryOperand& operand, c10::ScalarType type,
            const std::vector<int64_t>& shape) {
-  Value v = operand.tensor != nullptr ? p.read(*operand.tensor, type)
-                                      : p.scalar(*operand.scalar, type);
+  Value v =
+      operand.tensor != nullptr ? p.read(*operand.tensor, type) : p.scalar(*operand.scalar, type);
   return p.b().broadcast_to(v, shape);
 }
 
@@ -133,6 +132,10 @@ void run(const char* name, BinaryLowering lowering, c10::ScalarType compute,
     if (operand->tensor != nullptr) at::assert_no_partial_overlap(out, *operand->tensor);
   }
   std::vector<int64_t> shape = out.sizes().vec();
+  if (lowering != &binary::eq && lowering != &binary::ne && lowering != &binary::lt &&
+      lowering != &binary::le && lowering != &binary::gt && lowering != &binary::ge) {
+    compute = opmath_type(compute);
+  }
   Program p(name);
   p.write(out, lowering(p.b(), load(p, self, compute, shape), load(p, other, compute, shape)));
   p.run();

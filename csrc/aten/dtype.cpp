@@ -23,8 +23,7 @@ hlo::ElementType element_type(c10::ScalarType type) {
     case c10::kBFloat16: return ElementType::BF16;
     case c10::kComplexFloat: return ElementType::C64;
     case c10::kComplexDouble: return ElementType::C128;
-    default:
-      TORCH_CHECK_TYPE(false, "the tpu device does not support dtype ", type);
+    default: TORCH_CHECK_TYPE(false, "the tpu device does not support dtype ", type);
   }
 }
 

@@ -1,5 +1,6 @@
 // Elementwise arithmetic: add, sub, mul, div (Tensor and Scalar, functional,
 // in-place and out=), relu and its backward, with PyTorch's type promotion.
+#include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/BinaryOps.h>
@@ -72,26 +73,40 @@ void check_output(const at::Tensor& out, c10::ScalarType type, const std::vector
 }
 
 // out = self (op) alpha * other, computed in `compute` and stored in out's dtype.
+// out = self (op) alpha * other, computed in `common` and stored in out's dtype.
+// Float16/bfloat16 compute in float32 and round once, as the CPU does; there add
+// and sub first round a scalar `other` and alpha to the tensor dtype, while mul
+// and div use the scalar at float32 precision (again as the CPU kernels do).
 void lower(const char* name, Op op, const at::Tensor& self, const Operand& other,
-           const c10::Scalar* alpha, c10::ScalarType compute, const at::Tensor& out) {
+           const c10::Scalar* alpha, c10::ScalarType common, const at::Tensor& out) {
+  const c10::ScalarType math = opmath_type(common);
+  const c10::ScalarType scalar_type = op == Op::Add || op == Op::Sub ? common : math;
   if (other.tensor != nullptr) at::assert_no_partial_overlap(out, *other.tensor);
   at::assert_no_partial_overlap(out, self);
   std::vector<int64_t> shape = out.sizes().vec();
   Program p(name);
   auto& b = p.b();
-  hlo::Value lhs = b.broadcast_to(p.read(self, compute), shape);
-  hlo::Value rhs = other.tensor != nullptr ? p.read(*other.tensor, compute)
-                                           : p.scalar(*other.scalar, compute);
-  rhs = b.broadcast_to(rhs, shape);
+  const hlo::ElementType math_type = element_type(math);
+  auto load = [&](const at::Tensor& t) {
+    bool wrapped_scalar = t.is_cpu() && t.dim() == 0;  // a Python number
+    return b.broadcast_to(b.convert(p.read(t, wrapped_scalar ? scalar_type : common), math_type),
+                          shape);
+  };
+  hlo::Value lhs = load(self);
+  hlo::Value rhs =
+      other.tensor != nullptr
+          ? load(*other.tensor)
+          : b.broadcast_to(b.convert(p.scalar(*other.scalar, scalar_type), math_type), shape);
   if (alpha != nullptr && !(alpha->isIntegral(true) && alpha->to<int64_t>() == 1)) {
-    rhs = b.binary("multiply", rhs, b.broadcast_to(p.scalar(*alpha, compute), shape));
+    hlo::Value factor = b.convert(p.scalar(*alpha, common), math_type);
+    rhs = b.binary("multiply", rhs, b.broadcast_to(factor, shape));
   }
   p.write(out, b.binary(stablehlo_name(op), lhs, rhs));
   p.run();
 }
 
-void check_operands(Op op, const at::Tensor& self, const Operand& other,
-                    const c10::Scalar* alpha, c10::ScalarType type) {
+void check_operands(Op op, const at::Tensor& self, const Operand& other, const c10::Scalar* alpha,
+                    c10::ScalarType type) {
   if (op == Op::Sub) {
     if (other.tensor != nullptr) {
       at::native::sub_check(self, *other.tensor);
@@ -101,7 +116,12 @@ void check_operands(Op op, const at::Tensor& self, const Operand& other,
                   "Use the `^` or `logical_xor()` operator instead.");
     }
   }
-  if (alpha != nullptr) at::native::alpha_check(type, *alpha);
+  if (alpha != nullptr) {
+    at::native::alpha_check(type, *alpha);
+    // alpha must fit the result dtype (the CPU raises otherwise; `other` may wrap).
+    AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(c10::kBool, c10::kHalf, c10::kBFloat16, type, "alpha",
+                                           [&] { (void)alpha->to<scalar_t>(); });
+  }
 }
 
 at::Tensor functional(const char* name, Op op, const at::Tensor& self, const Operand& other,
@@ -110,8 +130,8 @@ at::Tensor functional(const char* name, Op op, const at::Tensor& self, const Ope
   check_operands(op, self, other, alpha, type);
   std::vector<int64_t> shape = result_shape(self, other);
   // `self` may be a CPU scalar tensor when `other` is on tpu: the result goes to tpu.
-  c10::Device device = other.tensor != nullptr && self.is_cpu() ? other.tensor->device()
-                                                                  : self.device();
+  c10::Device device =
+      other.tensor != nullptr && self.is_cpu() ? other.tensor->device() : self.device();
   const at::Tensor& like =
       other.tensor != nullptr && self.sizes() != c10::IntArrayRef(shape) ? *other.tensor : self;
   at::Tensor out = new_output(shape, type, like, device);

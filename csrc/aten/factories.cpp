@@ -26,8 +26,8 @@ c10::DeviceGuard guard_for(std::optional<c10::Device> device) {
 }  // namespace
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                               std::optional<c10::Layout> layout,
-                               std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory,
                                std::optional<c10::MemoryFormat> memory_format) {
   c10::DeviceGuard guard = guard_for(device);
   element_type(c10::dtype_or_default(dtype));  // rejects dtypes the device cannot hold
@@ -52,9 +52,8 @@ at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
 }
 
 at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
-  TORCH_CHECK(value.dim() == 0,
-              "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
-              " dimensions.");
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              value.dim(), " dimensions.");
   Program p("aten::fill_.Tensor");
   p.write(self, p.read(value, self.scalar_type()));
   p.run();
@@ -73,8 +72,8 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   bool integral = c10::isIntegralType(out.scalar_type(), /*includeBool=*/true);
   double first = start.to<double>(), last = end.to<double>(), delta = step.to<double>();
   TORCH_CHECK(delta != 0, "step must be nonzero");
-  TORCH_CHECK(std::isfinite(first) && std::isfinite(last),
-              "unsupported range: ", first, " -> ", last);
+  TORCH_CHECK(std::isfinite(first) && std::isfinite(last), "unsupported range: ", first, " -> ",
+              last);
   TORCH_CHECK((delta > 0 && last >= first) || (delta < 0 && last <= first),
               "upper bound and larger bound inconsistent with step sign");
   double count = integral ? std::ceil(static_cast<double>(end.to<int64_t>() - start.to<int64_t>()) /

@@ -89,9 +89,8 @@ at::Generator new_generator(c10::DeviceIndex device) {
 
 std::array<uint64_t, 2> next_random_key(const std::optional<at::Generator>& generator,
                                         c10::DeviceIndex device) {
-  at::Generator source = generator.has_value() && generator->defined()
-                             ? *generator
-                             : default_generator(device);
+  at::Generator source =
+      generator.has_value() && generator->defined() ? *generator : default_generator(device);
   TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
               "Expected a 'tpu' device type for generator but found '", source.device().type(),
               "'");

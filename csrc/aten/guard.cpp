@@ -18,8 +18,9 @@ c10::DeviceIndex device_count() {
 }
 
 void check_device_index(c10::DeviceIndex index) {
-  TORCH_CHECK(index >= 0 && index < device_count(), "Invalid device index tpu:", index,
-              ": there are ", device_count(), " tpu devices");
+  TORCH_CHECK(index >= 0 && index < device_count(),
+              "Invalid device index tpu:", static_cast<int>(index), ": there are ",
+              static_cast<int>(device_count()), " tpu devices");
 }
 
 c10::DeviceIndex current_device() { return current; }
@@ -47,9 +48,7 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void setDevice(c10::Device device) const override { set_current_device(device.index()); }
 
-  void uncheckedSetDevice(c10::Device device) const noexcept override {
-    current = device.index();
-  }
+  void uncheckedSetDevice(c10::Device device) const noexcept override { current = device.index(); }
 
   c10::Stream getStream(c10::Device device) const override {
     return c10::Stream(c10::Stream::DEFAULT, device);

@@ -94,9 +94,7 @@ class TpuHooks final : public at::PrivateUse1HooksInterface {
   bool isPinnedPtr(const void* data) const override {
     return PinnedAllocator::instance().contains(data);
   }
-  c10::Allocator* getPinnedMemoryAllocator() const override {
-    return &PinnedAllocator::instance();
-  }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &PinnedAllocator::instance(); }
 
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override {
     resize_storage_bytes(storage, new_bytes);

@@ -1,6 +1,6 @@
 // Losses: mse_loss and its backward.
-#include <ATen/core/Reduction.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/core/Reduction.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 

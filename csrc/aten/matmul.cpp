@@ -15,9 +15,11 @@ void check_mm(const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
   TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
               self.size(0), "x", self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != c10::kBool,
+                              "\"addmm_impl_cpu_\" not implemented for 'Bool'");
   TORCH_CHECK(self.scalar_type() == mat2.scalar_type(),
-              "expected mat1 and mat2 to have the same dtype, but got: ", self.dtype(), " != ",
-              mat2.dtype());
+              "expected mat1 and mat2 to have the same dtype, but got: ", self.dtype(),
+              " != ", mat2.dtype());
 }
 
 c10::ScalarType accumulate_type(c10::ScalarType type) {
@@ -73,8 +75,8 @@ at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
 
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   check_mm(self, mat2);
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "expected out to have dtype ",
-              self.dtype(), " but got ", out.dtype());
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "expected out to have dtype ", self.dtype(),
+              " but got ", out.dtype());
   at::native::resize_output(out, {self.size(0), mat2.size(1)});
   lower_mm(self, mat2, out);
   return out;

@@ -1,8 +1,8 @@
 #pragma once
 // Declarations of the tpu kernels, grouped by the file that implements them.
 // registration.cpp maps ATen schemas to these.
-#include <ATen/core/Tensor.h>
 #include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
 
 namespace tpu::hlo {
@@ -12,10 +12,16 @@ struct Value;
 
 namespace tpu::aten {
 
+// The type PyTorch's CPU kernels compute a dtype's elementwise math in: float32 for
+// float16 and bfloat16 (rounded once at the end), the dtype itself otherwise.
+inline c10::ScalarType opmath_type(c10::ScalarType type) {
+  return type == c10::kHalf || type == c10::kBFloat16 ? c10::kFloat : type;
+}
+
 // factories.cpp
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                               std::optional<c10::Layout> layout,
-                               std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory,
                                std::optional<c10::MemoryFormat> memory_format);
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
@@ -79,12 +85,13 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
                               const c10::Scalar& threshold);
 
 // unary.cpp: (aten name, lowering in namespace unary, computes in float for integer inputs)
-#define TPU_UNARY_OPS(_)                                                                   \
-  _(abs, false) _(neg, false) _(ceil, false) _(floor, false) _(round, false) _(trunc, false) \
-  _(sign, false) _(exp, true) _(expm1, true) _(log, true) _(log1p, true) _(log2, true)     \
-  _(log10, true) _(sqrt, true) _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) \
-  _(tan, true) _(tanh, true) _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true)     \
-  _(sinh, true) _(cosh, true)
+#define TPU_UNARY_OPS(_)                                                                          \
+  _(abs, false)                                                                                   \
+  _(neg, false) _(ceil, false) _(floor, false) _(round, false) _(trunc, false) _(sign, false)     \
+      _(exp, true) _(expm1, true) _(log, true) _(log1p, true) _(log2, true) _(log10, true)        \
+          _(sqrt, true) _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true) \
+              _(tanh, true) _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true)            \
+                  _(sinh, true) _(cosh, true)
 
 using UnaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&);
 namespace unary {
@@ -104,16 +111,17 @@ at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
                       const at::Tensor& self, at::Tensor& out);
 
 // binary.cpp: (aten name, kind, overloads). Kinds: Common computes and returns the
-// promoted dtype (Numeric: and rejects bool); Compare/Logical return bool; Float promotes integers to float;
-// Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
+// promoted dtype (Numeric: and rejects bool); Compare/Logical return bool; Float promotes integers
+// to float; Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
 // in-place), T = Tensor only (name, name.out, name_).
 enum class BinaryKind { Common, Numeric, Compare, Logical, Float, Integral };
-#define TPU_BINARY_OPS(_)                                                                  \
-  _(eq, Compare, TS) _(ne, Compare, TS) _(lt, Compare, TS) _(le, Compare, TS)              \
-  _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS) _(remainder, Numeric, TS)       \
-  _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS)    \
-  _(maximum, Common, T) _(minimum, Common, T) _(atan2, Float, T) _(logical_and, Logical, T) \
-  _(logical_or, Logical, T) _(logical_xor, Logical, T)
+#define TPU_BINARY_OPS(_)                                                                        \
+  _(eq, Compare, TS)                                                                             \
+  _(ne, Compare, TS) _(lt, Compare, TS) _(le, Compare, TS) _(gt, Compare, TS) _(ge, Compare, TS) \
+      _(fmod, Numeric, TS) _(remainder, Numeric, TS) _(bitwise_and, Integral, TS)                \
+          _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS) _(maximum, Common, T)         \
+              _(minimum, Common, T) _(atan2, Float, T) _(logical_and, Logical, T)                \
+                  _(logical_or, Logical, T) _(logical_xor, Logical, T)
 
 using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);
 namespace binary {

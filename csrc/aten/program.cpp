@@ -22,24 +22,38 @@ runtime::StridedView view_of(const at::Tensor& tensor) {
                               tensor.storage_offset()};
 }
 
-// The bytes of `value` as one element of `type`, as the device stores it.
+// The bytes of `value` as one element of `type`, as the device stores it. Values
+// outside the type's range wrap (integers) or become infinite (floats), as the
+// CPU's casts do, instead of raising.
 std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarType type) {
   std::vector<unsigned char> bytes(c10::elementSize(type));
   auto put = [&](auto v) { std::memcpy(bytes.data(), &v, sizeof v); };
+  const bool integral_value = value.isIntegral(/*includeBool=*/true);
+  const double real = value.isComplex()                      ? value.toComplexDouble().real()
+                      : integral_value && !value.isBoolean() ? static_cast<double>(value.toLong())
+                      : value.isBoolean()                    ? static_cast<double>(value.toBool())
+                                                             : value.toDouble();
+  // Integers keep all 64 bits (doubles would round above 2**53).
+  const uint64_t bits = value.isBoolean()    ? static_cast<uint64_t>(value.toBool())
+                        : value.isUnsigned() ? value.toUInt64()
+                        : integral_value     ? static_cast<uint64_t>(value.toLong())
+                                             : static_cast<uint64_t>(static_cast<int64_t>(real));
   switch (type) {
-    case c10::kBool: put(static_cast<uint8_t>(value.to<bool>())); break;
-    case c10::kChar: put(value.to<int8_t>()); break;
-    case c10::kShort: put(value.to<int16_t>()); break;
-    case c10::kInt: put(value.to<int32_t>()); break;
-    case c10::kLong: put(value.to<int64_t>()); break;
-    case c10::kByte: put(value.to<uint8_t>()); break;
-    case c10::kUInt16: put(value.to<uint16_t>()); break;
-    case c10::kUInt32: put(value.to<uint32_t>()); break;
-    case c10::kUInt64: put(value.to<uint64_t>()); break;
-    case c10::kHalf: put(value.to<c10::Half>()); break;
-    case c10::kBFloat16: put(value.to<c10::BFloat16>()); break;
-    case c10::kFloat: put(value.to<float>()); break;
-    case c10::kDouble: put(value.to<double>()); break;
+    case c10::kBool:
+      put(static_cast<uint8_t>(value.isComplex() ? value.toComplexDouble() != 0.0 : real != 0.0));
+      break;
+    case c10::kChar: put(static_cast<int8_t>(bits)); break;
+    case c10::kShort: put(static_cast<int16_t>(bits)); break;
+    case c10::kInt: put(static_cast<int32_t>(bits)); break;
+    case c10::kLong: put(static_cast<int64_t>(bits)); break;
+    case c10::kByte: put(static_cast<uint8_t>(bits)); break;
+    case c10::kUInt16: put(static_cast<uint16_t>(bits)); break;
+    case c10::kUInt32: put(static_cast<uint32_t>(bits)); break;
+    case c10::kUInt64: put(static_cast<uint64_t>(bits)); break;
+    case c10::kHalf: put(c10::Half(static_cast<float>(real))); break;
+    case c10::kBFloat16: put(c10::BFloat16(static_cast<float>(real))); break;
+    case c10::kFloat: put(static_cast<float>(real)); break;
+    case c10::kDouble: put(real); break;
     case c10::kComplexFloat: put(value.to<c10::complex<float>>()); break;
     case c10::kComplexDouble: put(value.to<c10::complex<double>>()); break;
     default: TORCH_CHECK_TYPE(false, "the tpu device does not support dtype ", type);
@@ -56,7 +70,8 @@ void Program::check_device(const at::Tensor& tensor) {
   if (device_ < 0) device_ = index;
   TORCH_CHECK(index == device_,
               "Expected all tensors to be on the same device, but found at least two devices, "
-              "tpu:", device_, " and tpu:", index, "!");
+              "tpu:",
+              device_, " and tpu:", index, "!");
 }
 
 Program::StorageState& Program::state_of(const at::Tensor& tensor) {
@@ -72,8 +87,8 @@ Program::StorageState& Program::state_of(const at::Tensor& tensor) {
 hlo::Value Program::storage_value(StorageState& state) {
   if (!state.has_value) {
     materialize(*state.storage);
-    state.value = builder_.parameter(hlo::TensorType{state.storage->element_type(),
-                                                     {state.storage->elements()}});
+    state.value = builder_.parameter(
+        hlo::TensorType{state.storage->element_type(), {state.storage->elements()}});
     state.has_value = true;
     operands_.push_back(Operand{static_cast<int>(&state - storages_.data()), {}, {}, {}});
   }
@@ -85,12 +100,14 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
   if (tensor.device().is_cpu()) {
     TORCH_CHECK(tensor.dim() == 0,
                 "Expected all tensors to be on the same device, but found at least two devices, "
-                "tpu:", device_ < 0 ? current_device() : device_, " and cpu!");
+                "tpu:",
+                device_ < 0 ? current_device() : device_, " and cpu!");
     return scalar(tensor.item(), target);
   }
   TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1,
               "Expected all tensors to be on the same device, but found at least two devices, "
-              "tpu and ", tensor.device(), "!");
+              "tpu and ",
+              tensor.device(), "!");
   check_device(tensor);
   hlo::ElementType type = element_type(tensor.scalar_type());
   hlo::Value value;
@@ -120,7 +137,8 @@ hlo::Value Program::key(const std::array<uint64_t, 2>& key) {
 void Program::write(const at::Tensor& out, const hlo::Value& value) {
   TORCH_CHECK(out.device().type() == c10::DeviceType::PrivateUse1,
               "Expected all tensors to be on the same device, but found at least two devices, "
-              "tpu and ", out.device(), "!");
+              "tpu and ",
+              out.device(), "!");
   check_device(out);
   if (out.numel() == 0) return;
   hlo::ElementType type = element_type(out.scalar_type());
@@ -158,9 +176,8 @@ void Program::run() {
     if (operand.storage >= 0) {
       arguments.push_back(storages_[operand.storage].storage->buffer()->get());
     } else {
-      scalars.push_back(client.buffer_from_host(operand.bytes.data(),
-                                                buffer_type(element_type(operand.type)),
-                                                operand.dims, device_));
+      scalars.push_back(client.buffer_from_host(
+          operand.bytes.data(), buffer_type(element_type(operand.type)), operand.dims, device_));
       arguments.push_back(scalars.back()->get());
     }
   }

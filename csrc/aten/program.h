@@ -46,7 +46,7 @@ class Program {
   struct StorageState {
     runtime::DeviceStorage* storage = nullptr;
     c10::Storage keep_alive;
-    hlo::Value value;      // the storage's current 1-D contents in this program
+    hlo::Value value;  // the storage's current 1-D contents in this program
     bool has_value = false;
     bool written = false;
   };

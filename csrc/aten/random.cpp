@@ -53,6 +53,12 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to,
   std::vector<int64_t> dims = self.sizes().vec();
   ElementType work = float_work_type(self);
   Value u = uniform01(p, dims, work, generator, self.device().index());
+  if (self.scalar_type() == c10::kHalf || self.scalar_type() == c10::kBFloat16) {
+    // Keep u below 1 after rounding to the narrow type: its largest value under 1.
+    double below_one =
+        self.scalar_type() == c10::kHalf ? 1.0 - std::ldexp(1.0, -11) : 1.0 - std::ldexp(1.0, -8);
+    u = b.binary("minimum", u, splat(b, below_one, work, dims));
+  }
   c10::ScalarType scalar = scalar_type(work);
   Value low = b.broadcast_to(p.scalar(from, scalar), dims);
   Value span = b.broadcast_to(p.scalar(to - from, scalar), dims);
@@ -72,9 +78,9 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std,
   // Box-Muller: sqrt(-2 log(1 - u1)) * cos(2 pi u2), with 1 - u1 in (0, 1].
   Value u1 = uniform01(p, dims, work, generator, device);
   Value u2 = uniform01(p, dims, work, generator, device);
-  Value radius = b.unary(
-      "sqrt", b.binary("multiply", splat(b, -2, work, dims),
-                       b.unary("log", b.binary("subtract", splat(b, 1, work, dims), u1))));
+  Value radius =
+      b.unary("sqrt", b.binary("multiply", splat(b, -2, work, dims),
+                               b.unary("log", b.binary("subtract", splat(b, 1, work, dims), u1))));
   Value angle = b.binary("multiply", u2, splat(b, 2 * M_PI, work, dims));
   Value z = b.binary("multiply", radius, b.unary("cosine", angle));
   c10::ScalarType scalar = scalar_type(work);
@@ -100,7 +106,9 @@ at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> 
     end = c10::isSignedType(type) || type == c10::kByte
               ? static_cast<int64_t>(std::min<uint64_t>(
                     std::numeric_limits<int64_t>::max(),
-                    type == c10::kByte ? 255 : (uint64_t{1} << (c10::elementSize(type) * 8 - 1)) - 1)) + 1
+                    type == c10::kByte ? 255
+                                       : (uint64_t{1} << (c10::elementSize(type) * 8 - 1)) - 1)) +
+                    1
               : std::numeric_limits<int64_t>::max();
   }
   TORCH_CHECK(from < end, "random_ expects 'from' to be less than 'to', but got from=", from,

@@ -39,14 +39,13 @@ Reduced reduced_shape(const at::Tensor& self, at::OptionalIntArrayRef dim, bool 
 c10::ScalarType sum_type(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
   if (dtype.has_value()) return *dtype;
   return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? c10::kLong
-                                                                        : self.scalar_type();
+                                                                       : self.scalar_type();
 }
 
 void lower_sum(const at::Tensor& self, const Reduced& r, c10::ScalarType type,
                const at::Tensor& out) {
   // Half-precision sums accumulate in float32, as PyTorch's CPU kernels do.
-  c10::ScalarType accumulate =
-      type == c10::kHalf || type == c10::kBFloat16 ? c10::kFloat : type;
+  c10::ScalarType accumulate = type == c10::kHalf || type == c10::kBFloat16 ? c10::kFloat : type;
   Program p("aten::sum");
   auto& b = p.b();
   hlo::Value x = p.read(self, accumulate);

@@ -62,62 +62,63 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("threshold_backward", TORCH_FN(threshold_backward));
 
   // unary.cpp: name, name_ and name.out for every op in TPU_UNARY_OPS
-#define TPU_REGISTER_UNARY(name, float_op)                                                     \
-  m.impl(#name, [](const at::Tensor& self) {                                                  \
-    return unary_functional("aten::" #name, &unary::name, float_op, self);                    \
-  });                                                                                          \
-  m.impl(#name "_", [](at::Tensor& self) -> at::Tensor& {                                      \
-    return unary_in_place("aten::" #name "_", &unary::name, float_op, self);                  \
-  });                                                                                          \
-  m.impl(#name ".out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {           \
-    return unary_out("aten::" #name ".out", &unary::name, float_op, self, out);               \
+#define TPU_REGISTER_UNARY(name, float_op)                                          \
+  m.impl(#name, [](const at::Tensor& self) {                                        \
+    return unary_functional("aten::" #name, &unary::name, float_op, self);          \
+  });                                                                               \
+  m.impl(#name "_", [](at::Tensor& self) -> at::Tensor& {                           \
+    return unary_in_place("aten::" #name "_", &unary::name, float_op, self);        \
+  });                                                                               \
+  m.impl(#name ".out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& { \
+    return unary_out("aten::" #name ".out", &unary::name, float_op, self, out);     \
   });
   TPU_UNARY_OPS(TPU_REGISTER_UNARY)
 #undef TPU_REGISTER_UNARY
 
   // binary.cpp
 #define TPU_TENSOR(t) BinaryOperand{&t, nullptr}
-#define TPU_SCALAR(s) BinaryOperand{nullptr, &s}
-#define TPU_REGISTER_BINARY_T(name, kind)                                                    \
-  m.impl(#name, [](const at::Tensor& self, const at::Tensor& other) {                        \
+#define TPU_SCALAR(s) \
+  BinaryOperand { nullptr, &s }
+#define TPU_REGISTER_BINARY_T(name, kind)                                                       \
+  m.impl(#name, [](const at::Tensor& self, const at::Tensor& other) {                           \
     return binary_functional("aten::" #name, &binary::name, BinaryKind::kind, TPU_TENSOR(self), \
-                             TPU_TENSOR(other));                                              \
-  });                                                                                          \
-  m.impl(#name ".out", [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out)    \
-                           -> at::Tensor& {                                                    \
-    return binary_out("aten::" #name ".out", &binary::name, BinaryKind::kind, TPU_TENSOR(self), \
-                      TPU_TENSOR(other), out);                                                \
-  });                                                                                          \
-  m.impl(#name "_", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {            \
-    return binary_in_place("aten::" #name "_", &binary::name, BinaryKind::kind, self,        \
-                           TPU_TENSOR(other));                                                \
+                             TPU_TENSOR(other));                                                \
+  });                                                                                           \
+  m.impl(#name ".out",                                                                          \
+         [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out) -> at::Tensor& {  \
+           return binary_out("aten::" #name ".out", &binary::name, BinaryKind::kind,            \
+                             TPU_TENSOR(self), TPU_TENSOR(other), out);                         \
+         });                                                                                    \
+  m.impl(#name "_", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {              \
+    return binary_in_place("aten::" #name "_", &binary::name, BinaryKind::kind, self,           \
+                           TPU_TENSOR(other));                                                  \
   });
-#define TPU_REGISTER_BINARY_TS(name, kind)                                                   \
-  m.impl(#name ".Tensor", [](const at::Tensor& self, const at::Tensor& other) {              \
-    return binary_functional("aten::" #name ".Tensor", &binary::name, BinaryKind::kind,      \
-                             TPU_TENSOR(self), TPU_TENSOR(other));                            \
-  });                                                                                          \
-  m.impl(#name ".Scalar", [](const at::Tensor& self, const c10::Scalar& other) {             \
-    return binary_functional("aten::" #name ".Scalar", &binary::name, BinaryKind::kind,      \
-                             TPU_TENSOR(self), TPU_SCALAR(other));                            \
-  });                                                                                          \
-  m.impl(#name ".Tensor_out", [](const at::Tensor& self, const at::Tensor& other,             \
-                                 at::Tensor& out) -> at::Tensor& {                            \
-    return binary_out("aten::" #name ".Tensor_out", &binary::name, BinaryKind::kind,         \
-                      TPU_TENSOR(self), TPU_TENSOR(other), out);                              \
-  });                                                                                          \
-  m.impl(#name ".Scalar_out", [](const at::Tensor& self, const c10::Scalar& other,            \
-                                 at::Tensor& out) -> at::Tensor& {                            \
-    return binary_out("aten::" #name ".Scalar_out", &binary::name, BinaryKind::kind,         \
-                      TPU_TENSOR(self), TPU_SCALAR(other), out);                              \
-  });                                                                                          \
-  m.impl(#name "_.Tensor", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {     \
-    return binary_in_place("aten::" #name "_.Tensor", &binary::name, BinaryKind::kind, self, \
-                           TPU_TENSOR(other));                                                \
-  });                                                                                          \
-  m.impl(#name "_.Scalar", [](at::Tensor& self, const c10::Scalar& other) -> at::Tensor& {    \
-    return binary_in_place("aten::" #name "_.Scalar", &binary::name, BinaryKind::kind, self, \
-                           TPU_SCALAR(other));                                                \
+#define TPU_REGISTER_BINARY_TS(name, kind)                                                      \
+  m.impl(#name ".Tensor", [](const at::Tensor& self, const at::Tensor& other) {                 \
+    return binary_functional("aten::" #name ".Tensor", &binary::name, BinaryKind::kind,         \
+                             TPU_TENSOR(self), TPU_TENSOR(other));                              \
+  });                                                                                           \
+  m.impl(#name ".Scalar", [](const at::Tensor& self, const c10::Scalar& other) {                \
+    return binary_functional("aten::" #name ".Scalar", &binary::name, BinaryKind::kind,         \
+                             TPU_TENSOR(self), TPU_SCALAR(other));                              \
+  });                                                                                           \
+  m.impl(#name ".Tensor_out",                                                                   \
+         [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out) -> at::Tensor& {  \
+           return binary_out("aten::" #name ".Tensor_out", &binary::name, BinaryKind::kind,     \
+                             TPU_TENSOR(self), TPU_TENSOR(other), out);                         \
+         });                                                                                    \
+  m.impl(#name ".Scalar_out",                                                                   \
+         [](const at::Tensor& self, const c10::Scalar& other, at::Tensor& out) -> at::Tensor& { \
+           return binary_out("aten::" #name ".Scalar_out", &binary::name, BinaryKind::kind,     \
+                             TPU_TENSOR(self), TPU_SCALAR(other), out);                         \
+         });                                                                                    \
+  m.impl(#name "_.Tensor", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {       \
+    return binary_in_place("aten::" #name "_.Tensor", &binary::name, BinaryKind::kind, self,    \
+                           TPU_TENSOR(other));                                                  \
+  });                                                                                           \
+  m.impl(#name "_.Scalar", [](at::Tensor& self, const c10::Scalar& other) -> at::Tensor& {      \
+    return binary_in_place("aten::" #name "_.Scalar", &binary::name, BinaryKind::kind, self,    \
+                           TPU_SCALAR(other));                                                  \
   });
 #define TPU_REGISTER_BINARY(name, kind, overloads) TPU_REGISTER_BINARY_##overloads(name, kind)
   TPU_BINARY_OPS(TPU_REGISTER_BINARY)

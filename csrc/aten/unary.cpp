@@ -22,7 +22,9 @@ Value splat(Builder& b, double v, const Value& like) {
   return b.broadcast_to(b.constant(v, like.element()), like.dims());
 }
 
-bool is_integral(const Value& x) { return !hlo::is_float(x.element()) && !hlo::is_complex(x.element()); }
+bool is_integral(const Value& x) {
+  return !hlo::is_float(x.element()) && !hlo::is_complex(x.element());
+}
 
 // Integer rounding is the identity.
 Value round_like(Builder& b, const char* op, const Value& x) {
@@ -37,10 +39,12 @@ Value abs(Builder& b, const Value& x) {
   if (hlo::is_complex(x.element())) {  // the magnitude, a real number
     Value re = b.complex_parts(x, false);
     Value im = b.complex_parts(x, true);
-    return b.unary("sqrt", b.binary("add", b.binary("multiply", re, re), b.binary("multiply", im, im)));
+    return b.unary("sqrt",
+                   b.binary("add", b.binary("multiply", re, re), b.binary("multiply", im, im)));
   }
-  return x.element() == hlo::ElementType::Pred || hlo::is_unsigned_int(x.element()) ? x
-                                                                                     : b.unary("abs", x);
+  return x.element() == hlo::ElementType::Pred || hlo::is_unsigned_int(x.element())
+             ? x
+             : b.unary("abs", x);
 }
 Value neg(Builder& b, const Value& x) { return b.unary("negate", x); }
 Value ceil(Builder& b, const Value& x) { return round_like(b, "ceil", x); }
@@ -99,8 +103,7 @@ namespace {
 
 // Integer and bool inputs of "float" ops compute in the default float dtype, as
 // PyTorch's unary float ops do; other ops keep the input dtype.
-c10::ScalarType unary_result_type(const at::Tensor& self, bool float_op,
-                                  UnaryLowering lowering) {
+c10::ScalarType unary_result_type(const at::Tensor& self, bool float_op, UnaryLowering lowering) {
   if (lowering == &unary::abs && c10::isComplexType(self.scalar_type())) {
     return c10::toRealValueType(self.scalar_type());
   }

@@ -53,8 +53,8 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   if (self.sizes() != size) impl->set_sizes_contiguous(size);
   if (memory_format.has_value()) {
-    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve,
-                "Unsupported memory format", *memory_format);
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format",
+                *memory_format);
     impl->empty_tensor_restride(*memory_format);
   }
   fit_storage(self);

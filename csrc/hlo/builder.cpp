@@ -121,9 +121,9 @@ Value Builder::constant(double value, ElementType type) {
   } else if (is_float(type)) {
     // Hex bits keep NaN, infinities and every digit exact; f16/bf16 go through f32.
     ElementType carrier = type == ElementType::F64 ? ElementType::F64 : ElementType::F32;
-    Value wide = emit("constant", {}, TensorType{carrier, {}},
-                      "value = dense<" + float_bits(value, carrier) + "> : " +
-                          TensorType{carrier, {}}.str());
+    Value wide = emit(
+        "constant", {}, TensorType{carrier, {}},
+        "value = dense<" + float_bits(value, carrier) + "> : " + TensorType{carrier, {}}.str());
     return carrier == type ? wide : convert(wide, type);
   } else if (is_complex(type)) {
     ElementType part = type == ElementType::C64 ? ElementType::F32 : ElementType::F64;
@@ -271,7 +271,8 @@ Value Builder::iota(const TensorType& type, int64_t dimension) {
   return emit("iota", {}, type, "iota_dimension = " + std::to_string(dimension) + " : i64");
 }
 
-Value Builder::dot_general(const Value& lhs, const Value& rhs, const std::vector<int64_t>& lhs_batch,
+Value Builder::dot_general(const Value& lhs, const Value& rhs,
+                           const std::vector<int64_t>& lhs_batch,
                            const std::vector<int64_t>& rhs_batch,
                            const std::vector<int64_t>& lhs_contract,
                            const std::vector<int64_t>& rhs_contract, ElementType result) {

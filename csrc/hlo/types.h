@@ -6,7 +6,23 @@
 
 namespace tpu::hlo {
 
-enum class ElementType { Pred, S8, S16, S32, S64, U8, U16, U32, U64, F16, F32, F64, BF16, C64, C128 };
+enum class ElementType {
+  Pred,
+  S8,
+  S16,
+  S32,
+  S64,
+  U8,
+  U16,
+  U32,
+  U64,
+  F16,
+  F32,
+  F64,
+  BF16,
+  C64,
+  C128
+};
 
 // "f32", "i1", "complex<f32>", ... as StableHLO spells it.
 const char* mlir_name(ElementType type);

@@ -41,7 +41,8 @@ std::unique_ptr<Event> Buffer::to_host_async(void* dst, size_t dst_size) const {
   args.src = buffer_;
   args.dst = dst;
   args.dst_size = dst_size;
-  check(plugin_->api(), plugin_->api()->PJRT_Buffer_ToHostBuffer(&args), "PJRT_Buffer_ToHostBuffer");
+  check(plugin_->api(), plugin_->api()->PJRT_Buffer_ToHostBuffer(&args),
+        "PJRT_Buffer_ToHostBuffer");
   return std::make_unique<Event>(plugin_, args.event);
 }
 

@@ -21,7 +21,8 @@ struct ExecutableView {
 ExecutableView view_of(const PJRT_Api* api, PJRT_LoadedExecutable* loaded) {
   auto args = PJRT_ARGS(PJRT_LoadedExecutable_GetExecutable_Args);
   args.loaded_executable = loaded;
-  check(api, api->PJRT_LoadedExecutable_GetExecutable(&args), "PJRT_LoadedExecutable_GetExecutable");
+  check(api, api->PJRT_LoadedExecutable_GetExecutable(&args),
+        "PJRT_LoadedExecutable_GetExecutable");
   return ExecutableView{api, args.executable};
 }
 }  // namespace

@@ -17,10 +17,8 @@ constexpr int kMinMinor = 40;
 
 std::string named_value_to_string(const PJRT_NamedValue& value) {
   switch (value.type) {
-    case PJRT_NamedValue_kString:
-      return std::string(value.string_value, value.value_size);
-    case PJRT_NamedValue_kInt64:
-      return std::to_string(value.int64_value);
+    case PJRT_NamedValue_kString: return std::string(value.string_value, value.value_size);
+    case PJRT_NamedValue_kInt64: return std::to_string(value.int64_value);
     case PJRT_NamedValue_kInt64List: {
       std::ostringstream out;
       for (size_t i = 0; i < value.value_size; ++i) {
@@ -28,10 +26,8 @@ std::string named_value_to_string(const PJRT_NamedValue& value) {
       }
       return out.str();
     }
-    case PJRT_NamedValue_kFloat:
-      return std::to_string(value.float_value);
-    case PJRT_NamedValue_kBool:
-      return value.bool_value ? "true" : "false";
+    case PJRT_NamedValue_kFloat: return std::to_string(value.float_value);
+    case PJRT_NamedValue_kBool: return value.bool_value ? "true" : "false";
   }
   return "?";
 }
@@ -76,9 +72,7 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
   return plugin;
 }
 
-bool Plugin::has_entry(size_t offset) const {
-  return offset + sizeof(void*) <= api_->struct_size;
-}
+bool Plugin::has_entry(size_t offset) const { return offset + sizeof(void*) <= api_->struct_size; }
 
 void Plugin::read_attributes() {
   if (!PJRT_HAS(*this, PJRT_Plugin_Attributes)) return;

@@ -65,14 +65,14 @@ py::dict metrics_snapshot() {
   return out;
 }
 
-
 }  // namespace
 }  // namespace tpu
 
 PYBIND11_MODULE(_C, m) {
   using namespace tpu;
-  m.def("_initialize", [](const std::string& path) { runtime::Runtime::initialize(path); },
-        py::arg("plugin_path"));
+  m.def(
+      "_initialize", [](const std::string& path) { runtime::Runtime::initialize(path); },
+      py::arg("plugin_path"));
   m.def("_is_initialized", &runtime::Runtime::is_initialized);
   m.def("_plugin_info", &plugin_info);
   m.def("_device_count", [] { return static_cast<int>(aten::device_count()); });
@@ -89,11 +89,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_memory_limit", [](int64_t bytes) { runtime::memory().set_limit(bytes); });
   m.def("_metrics_snapshot", &metrics_snapshot);
   m.def("_metrics_reset", [] { runtime::metrics().reset(); });
-  m.def("_compiled_program_count",
-        [] { return runtime::Runtime::get().programs().size(); });
-  m.def("_set_fallback_mode", [](const std::string& mode) {
-    aten::set_fallback_mode(aten::parse_fallback_mode(mode));
-  });
+  m.def("_compiled_program_count", [] { return runtime::Runtime::get().programs().size(); });
+  m.def("_set_fallback_mode",
+        [](const std::string& mode) { aten::set_fallback_mode(aten::parse_fallback_mode(mode)); });
   m.def("_get_fallback_mode", [] {
     switch (aten::fallback_mode()) {
       case aten::FallbackMode::Warn: return "warn";
@@ -103,7 +101,7 @@ PYBIND11_MODULE(_C, m) {
     return "warn";
   });
   m.def("_default_generator", [](int device) {
-    return py::reinterpret_steal<py::object>(
-        THPGenerator_initDefaultGenerator(aten::default_generator(static_cast<c10::DeviceIndex>(device))));
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
+        aten::default_generator(static_cast<c10::DeviceIndex>(device))));
   });
 }

@@ -15,11 +15,11 @@ class OutOfMemory : public std::runtime_error {
 };
 
 struct MemoryStats {
-  int64_t allocated = 0;       // bytes of live storages
-  int64_t peak = 0;            // high-water mark of `allocated` since the last reset
-  int64_t allocations = 0;     // live storages
+  int64_t allocated = 0;    // bytes of live storages
+  int64_t peak = 0;         // high-water mark of `allocated` since the last reset
+  int64_t allocations = 0;  // live storages
   int64_t total_allocations = 0;
-  int64_t limit = 0;           // 0: no cap
+  int64_t limit = 0;  // 0: no cap
 };
 
 class Memory {

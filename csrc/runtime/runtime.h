@@ -2,8 +2,8 @@
 // The process-wide runtime: one PJRT plugin, its client and the program cache.
 #include <memory>
 #include <mutex>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "pjrt/client.h"
 #include "runtime/program_cache.h"

@@ -43,13 +43,14 @@ bool is_box(const StridedView& view, const std::vector<int64_t>& order) {
 // Flat storage index of every element of the view, as an s64 tensor of shape sizes.
 Value flat_indices(hlo::Builder& b, const StridedView& view) {
   TensorType type{ElementType::S64, view.sizes};
-  Value index = b.broadcast_to(b.constant(static_cast<double>(view.offset), ElementType::S64),
-                               view.sizes);
+  Value index =
+      b.broadcast_to(b.constant(static_cast<double>(view.offset), ElementType::S64), view.sizes);
   for (size_t d = 0; d < view.sizes.size(); ++d) {
     if (view.sizes[d] <= 1 || view.strides[d] == 0) continue;
     Value step = b.broadcast_to(b.constant(static_cast<double>(view.strides[d]), ElementType::S64),
                                 view.sizes);
-    index = b.binary("add", index, b.binary("multiply", b.iota(type, static_cast<int64_t>(d)), step));
+    index =
+        b.binary("add", index, b.binary("multiply", b.iota(type, static_cast<int64_t>(d)), step));
   }
   return index;
 }
@@ -190,7 +191,8 @@ Value reinterpret(hlo::Builder& b, const Value& storage, ElementType type) {
   }
   if (type == ElementType::Pred) {
     Value bytes = reinterpret(b, storage, ElementType::U8);
-    return b.compare(hlo::Compare::NE, bytes, b.broadcast_to(b.constant(0, ElementType::U8), bytes.dims()));
+    return b.compare(hlo::Compare::NE, bytes,
+                     b.broadcast_to(b.constant(0, ElementType::U8), bytes.dims()));
   }
   const int64_t from_size = static_cast<int64_t>(hlo::byte_size(from));
   const int64_t to_size = static_cast<int64_t>(hlo::byte_size(type));

@@ -15,8 +15,9 @@ using tpu::testing::shared_client;
 TensorType f32(std::vector<int64_t> dims) { return TensorType{ElementType::F32, std::move(dims)}; }
 
 // Compiles `builder`'s module returning `result`, runs it on f32 inputs, returns the output.
-std::vector<float> run(const Builder& builder, const Value& result,
-                       const std::vector<std::pair<std::vector<float>, std::vector<int64_t>>>& inputs) {
+std::vector<float> run(
+    const Builder& builder, const Value& result,
+    const std::vector<std::pair<std::vector<float>, std::vector<int64_t>>>& inputs) {
   auto executable = shared_client().compile(builder.module_text({result}));
   std::vector<pjrt::BufferPtr> buffers;
   std::vector<PJRT_Buffer*> raw;
@@ -43,8 +44,10 @@ TEST(Builder, PrintsGenericOps) {
   Value x = b.parameter(f32({2}));
   Value y = b.binary("add", x, x);
   std::string text = b.module_text({y});
-  EXPECT_NE(text.find("%0 = \"stablehlo.add\"(%arg0, %arg0) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "%0 = \"stablehlo.add\"(%arg0, %arg0) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("func.func public @main(%arg0: tensor<2xf32>) -> (tensor<2xf32>)"),
             std::string::npos)
@@ -82,8 +85,8 @@ TEST(Builder, DotGeneralMatmul) {
 TEST(Builder, ReduceTransposeBroadcastSlice) {
   Builder b;
   Value x = b.parameter(f32({2, 3}));
-  Value t = b.transpose(x, {1, 0});                                       // 3x2
-  Value s = b.slice(t, {0, 0}, {3, 2}, {2, 1});                           // rows 0, 2
+  Value t = b.transpose(x, {1, 0});                                             // 3x2
+  Value s = b.slice(t, {0, 0}, {3, 2}, {2, 1});                                 // rows 0, 2
   Value r = b.reduce(s, b.constant(0, ElementType::F32), Reduction::Add, {1});  // [2]
   Value out = b.broadcast_in_dim(r, {2, 2}, {0});
   auto values = run(b, out, {{{1, 2, 3, 4, 5, 6}, {2, 3}}});
@@ -104,7 +107,8 @@ TEST(Builder, GatherAndScatterOneDimensional) {
 TEST(Builder, FloatConstantsKeepSpecialValues) {
   Builder b;
   Value x = b.parameter(f32({2}));
-  Value inf = b.broadcast_to(b.constant(-std::numeric_limits<double>::infinity(), ElementType::F32), {2});
+  Value inf =
+      b.broadcast_to(b.constant(-std::numeric_limits<double>::infinity(), ElementType::F32), {2});
   Value m = b.binary("maximum", x, inf);
   Value half = b.broadcast_to(b.constant(0.1, ElementType::F32), {2});
   Value out = b.binary("add", m, half);

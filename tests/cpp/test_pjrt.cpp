@@ -87,7 +87,8 @@ TEST(Executable, CompilesAndRuns) {
   float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
   BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
   BufferPtr bb = shared_client().buffer_from_host(b, PJRT_Buffer_Type_F32, {4}, 0);
-  std::vector<BufferPtr> outputs = executable->execute({ba->get(), bb->get()}, shared_client().device(0));
+  std::vector<BufferPtr> outputs =
+      executable->execute({ba->get(), bb->get()}, shared_client().device(0));
   float sum_out[4];
   float total = 0;
   outputs[0]->to_host(sum_out, sizeof sum_out);
@@ -114,7 +115,8 @@ TEST(Executable, SerializeAndDeserialize) {
   auto loaded = shared_client().deserialize(bytes);
   float a[4] = {1, 1, 1, 1};
   BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
-  std::vector<BufferPtr> outputs = loaded->execute({ba->get(), ba->get()}, shared_client().device(0));
+  std::vector<BufferPtr> outputs =
+      loaded->execute({ba->get(), ba->get()}, shared_client().device(0));
   float total = 0;
   outputs[1]->to_host(&total, sizeof total);
   EXPECT_EQ(total, 8.0f);

@@ -51,10 +51,10 @@ std::vector<float> run(const hlo::Builder& b, const hlo::Value& result,
 // (sizes, strides, offset) over 24 elements: contiguous, transposed, sliced with steps,
 // a diagonal, a broadcast, an overlapping window (unfold), a single element.
 const std::vector<StridedView> kViews = {
-    {{4, 6}, {6, 1}, 0},       {{6, 4}, {1, 6}, 0},     {{2, 3}, {6, 1}, 7},
-    {{2, 3}, {12, 2}, 1},      {{4}, {7, 0}, 0},        {{3}, {7}, 2},
-    {{4, 3}, {6, 0}, 0},       {{5, 4}, {2, 1}, 0},     {{1, 3, 1}, {99, 5, 77}, 3},
-    {{2, 2, 3}, {1, 12, 4}, 0}, {{3, 2}, {1, 3}, 17},   {{}, {}, 23},
+    {{4, 6}, {6, 1}, 0},        {{6, 4}, {1, 6}, 0},  {{2, 3}, {6, 1}, 7},
+    {{2, 3}, {12, 2}, 1},       {{4}, {7, 0}, 0},     {{3}, {7}, 2},
+    {{4, 3}, {6, 0}, 0},        {{5, 4}, {2, 1}, 0},  {{1, 3, 1}, {99, 5, 77}, 3},
+    {{2, 2, 3}, {1, 12, 4}, 0}, {{3, 2}, {1, 3}, 17}, {{}, {}, 23},
     {{2, 0}, {1, 1}, 0},
 };
 
