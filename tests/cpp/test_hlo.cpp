@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hlo/builder.h"
+#include "hlo/hash.h"
 #include "plugin_path.h"
 
 namespace tpu::hlo {
@@ -62,6 +63,20 @@ TEST(Builder, SameStructureSameText) {
   };
   EXPECT_EQ(make(3), make(3));
   EXPECT_NE(make(3), make(4));
+}
+
+TEST(Hash, StructuralHashFollowsStructure) {
+  auto program = [](int64_t n, const char* op) {
+    Builder b;
+    Value x = b.parameter(f32({n}));
+    return b.module_text({b.unary(op, x)});
+  };
+  EXPECT_EQ(structural_hash(program(3, "negate")), structural_hash(program(3, "negate")));
+  EXPECT_NE(structural_hash(program(3, "negate")), structural_hash(program(4, "negate")));
+  EXPECT_NE(structural_hash(program(3, "negate")), structural_hash(program(3, "sine")));
+  // Fixed by definition (FNV-1a), so the same in every process and build.
+  EXPECT_EQ(structural_hash(""), 14695981039346656037ULL);
+  EXPECT_EQ(structural_hash_hex("a"), "af63dc4c8601ec8c");
 }
 
 TEST(Builder, TypeMismatchIsRejectedBeforeThePlugin) {
