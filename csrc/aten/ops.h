@@ -87,11 +87,12 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
 // unary.cpp: (aten name, lowering in namespace unary, computes in float for integer inputs)
 #define TPU_UNARY_OPS(_)                                                                          \
   _(abs, false)                                                                                   \
-  _(neg, false) _(ceil, false) _(floor, false) _(round, false) _(trunc, false) _(sign, false)     \
-      _(exp, true) _(expm1, true) _(log, true) _(log1p, true) _(log2, true) _(log10, true)        \
-          _(sqrt, true) _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true) \
-              _(tanh, true) _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true)            \
-                  _(sinh, true) _(cosh, true)
+  _(neg, false)                                                                                   \
+  _(ceil, false) _(floor, false) _(round, false) _(trunc, false) _(sign, false) _(exp, true)      \
+      _(expm1, true) _(log, true) _(log1p, true) _(log2, true) _(log10, true) _(sqrt, true)       \
+          _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true) _(tanh, true) \
+              _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) _(sinh, true)            \
+                  _(cosh, true)
 
 using UnaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&);
 namespace unary {
@@ -115,13 +116,14 @@ at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
 // to float; Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
 // in-place), T = Tensor only (name, name.out, name_).
 enum class BinaryKind { Common, Numeric, Compare, Logical, Float, Integral };
-#define TPU_BINARY_OPS(_)                                                                        \
-  _(eq, Compare, TS)                                                                             \
-  _(ne, Compare, TS) _(lt, Compare, TS) _(le, Compare, TS) _(gt, Compare, TS) _(ge, Compare, TS) \
-      _(fmod, Numeric, TS) _(remainder, Numeric, TS) _(bitwise_and, Integral, TS)                \
-          _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS) _(maximum, Common, T)         \
-              _(minimum, Common, T) _(atan2, Float, T) _(logical_and, Logical, T)                \
-                  _(logical_or, Logical, T) _(logical_xor, Logical, T)
+#define TPU_BINARY_OPS(_)                                                                          \
+  _(eq, Compare, TS)                                                                               \
+  _(ne, Compare, TS)                                                                               \
+  _(lt, Compare, TS) _(le, Compare, TS) _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS) \
+      _(remainder, Numeric, TS) _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS)           \
+          _(bitwise_xor, Integral, TS) _(maximum, Common, T) _(minimum, Common, T)                 \
+              _(atan2, Float, T) _(logical_and, Logical, T) _(logical_or, Logical, T)              \
+                  _(logical_xor, Logical, T)
 
 using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);
 namespace binary {
@@ -159,12 +161,17 @@ at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& probability,
                               std::optional<at::Generator> generator);
 at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> generator);
 
+// ======== reductions and sorting: reduce.cpp, sort.cpp ========
 // reduce.cpp
 at::Tensor sum(const at::Tensor& self, std::optional<c10::ScalarType> dtype);
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<c10::ScalarType> dtype);
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<c10::ScalarType> dtype, at::Tensor& out);
+
+// sort.cpp
+
+// ======== end of reductions and sorting ========
 
 // matmul.cpp
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
@@ -176,11 +183,20 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
 at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                    const c10::Scalar& beta, const c10::Scalar& alpha);
 
-// loss.cpp
+// ======== neural-network ops: activation.cpp, norm.cpp, softmax.cpp, loss.cpp, pointwise.cpp
+// ======== loss.cpp
 at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction);
 at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
                          at::Tensor& out);
 at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
                              const at::Tensor& target, int64_t reduction);
+
+// ======== end of neural-network ops ========
+
+// The two sections below and above are kept apart so that work on each merges cleanly.
+
+// ======== indexing and shape: index.cpp, shape.cpp ========
+
+// ======== end of indexing and shape ========
 
 }  // namespace tpu::aten

@@ -168,10 +168,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_));
   m.impl("bernoulli", TORCH_FN(bernoulli));
 
+  // ======== reductions and sorting: reduce.cpp, sort.cpp ========
   // reduce.cpp
   m.impl("sum", TORCH_FN(sum));
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
   m.impl("sum.IntList_out", TORCH_FN(sum_out));
+
+  // sort.cpp
+
+  // ======== end of reductions and sorting ========
 
   // matmul.cpp
   m.impl("mm", TORCH_FN(mm));
@@ -180,10 +185,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm.out", TORCH_FN(addmm_out));
   m.impl("addmm_", TORCH_FN(addmm_));
 
-  // loss.cpp
+  // ======== neural-network ops: activation.cpp, norm.cpp, softmax.cpp, loss.cpp, pointwise.cpp
+  // ======== loss.cpp
   m.impl("mse_loss", TORCH_FN(mse_loss));
   m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
   m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
+
+  // ======== end of neural-network ops ========
+
+  // The two sections below and above are kept apart so that work on each merges cleanly.
+
+  // ======== indexing and shape: index.cpp, shape.cpp ========
+
+  // ======== end of indexing and shape ========
 }
 
 }  // namespace tpu::aten

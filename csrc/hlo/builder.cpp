@@ -34,27 +34,14 @@ const char* compare_type(ElementType type) {
 
 const char* reduction_op(Reduction kind, ElementType type) {
   switch (kind) {
-    case Reduction::Add: return "stablehlo.add";
-    case Reduction::Mul: return "stablehlo.multiply";
-    case Reduction::Max: return "stablehlo.maximum";
-    case Reduction::Min: return "stablehlo.minimum";
-    case Reduction::And: return type == ElementType::Pred ? "stablehlo.and" : "stablehlo.minimum";
-    case Reduction::Or: return type == ElementType::Pred ? "stablehlo.or" : "stablehlo.maximum";
+    case Reduction::Add: return "add";
+    case Reduction::Mul: return "multiply";
+    case Reduction::Max: return "maximum";
+    case Reduction::Min: return "minimum";
+    case Reduction::And: return type == ElementType::Pred ? "and" : "minimum";
+    case Reduction::Or: return type == ElementType::Pred ? "or" : "maximum";
   }
-  return "stablehlo.add";
-}
-
-// A single-block region taking two scalars of `type` and returning `body_op`(a, b),
-// or b itself when body_op is null (scatter's "replace").
-std::string binary_region(ElementType type, const char* body_op) {
-  std::string scalar = TensorType{type, {}}.str();
-  std::string region = "({\n  ^bb0(%lhs: " + scalar + ", %rhs: " + scalar + "):\n";
-  if (body_op == nullptr) {
-    return region + "    \"stablehlo.return\"(%rhs) : (" + scalar + ") -> ()\n  })";
-  }
-  region += "    %r = \"" + std::string(body_op) + "\"(%lhs, %rhs) : (" + scalar + ", " + scalar +
-            ") -> " + scalar + "\n";
-  return region + "    \"stablehlo.return\"(%r) : (" + scalar + ") -> ()\n  })";
+  return "add";
 }
 
 std::string float_bits(double value, ElementType type) {
@@ -90,16 +77,16 @@ Value Builder::parameter(const TensorType& type) {
 void Builder::alias_parameter(int index, int output) { parameter_alias_.at(index) = output; }
 
 std::string Builder::name(const Value& v) const {
-  if (v.id < 0) return "%arg" + std::to_string(-v.id - 1);
-  std::string base = "%" + std::to_string(v.id);
+  if (v.id < 0) return "%" + prefix_ + (in_region_ ? "a" : "arg") + std::to_string(-v.id - 1);
+  std::string base = "%" + prefix_ + std::to_string(v.id);
   return v.result < 0 ? base : base + "#" + std::to_string(v.result);
 }
 
-Value Builder::emit(const std::string& op, const std::vector<Value>& operands,
-                    const TensorType& result, const std::string& attributes,
-                    const std::string& region) {
+Value Builder::op(const std::string& op_name, const std::vector<Value>& operands,
+                  const TensorType& result, const std::string& attributes,
+                  const std::string& region) {
   Value out{next_id_++, result};
-  std::string line = "    " + name(out) + " = \"stablehlo." + op + "\"(";
+  std::string line = "    " + name(out) + " = \"stablehlo." + op_name + "\"(";
   std::string types = "(";
   for (size_t i = 0; i < operands.size(); ++i) {
     line += (i ? ", " : "") + name(operands[i]);
@@ -111,6 +98,50 @@ Value Builder::emit(const std::string& op, const std::vector<Value>& operands,
   line += " : " + types + ") -> " + result.str() + "\n";
   body_ += line;
   return out;
+}
+
+std::vector<Value> Builder::op_multi(const std::string& op_name, const std::vector<Value>& operands,
+                                     const std::vector<TensorType>& results,
+                                     const std::string& attributes, const std::string& region) {
+  int id = next_id_++;
+  std::string line = "    %" + prefix_ + std::to_string(id) + ":" + std::to_string(results.size()) +
+                     " = \"stablehlo." + op_name + "\"(";
+  std::string types = "(";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    line += (i ? ", " : "") + name(operands[i]);
+    types += (i ? ", " : "") + operands[i].type.str();
+  }
+  line += ")";
+  if (!region.empty()) line += " " + region;
+  if (!attributes.empty()) line += " {" + attributes + "}";
+  std::string result_types;
+  std::vector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    result_types += (i ? ", " : "") + results[i].str();
+    out.push_back(Value{id, results[i], static_cast<int>(i)});
+  }
+  body_ += line + " : " + types + ") -> (" + result_types + ")\n";
+  return out;
+}
+
+std::string Builder::region(const std::vector<TensorType>& argument_types, const RegionBody& body) {
+  Builder nested;
+  nested.prefix_ = prefix_ + "r" + std::to_string(next_region_++) + "_";
+  nested.in_region_ = true;
+  std::vector<Value> arguments;
+  for (const TensorType& type : argument_types) arguments.push_back(nested.parameter(type));
+  std::vector<Value> yielded = body(nested, arguments);
+  std::string text = "({\n  ^bb0(";
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    text += (i ? ", " : "") + nested.name(arguments[i]) + ": " + argument_types[i].str();
+  }
+  text += "):\n" + nested.body_ + "    \"stablehlo.return\"(";
+  std::string types;
+  for (size_t i = 0; i < yielded.size(); ++i) {
+    text += (i ? ", " : "") + nested.name(yielded[i]);
+    types += (i ? ", " : "") + yielded[i].type.str();
+  }
+  return text + ") : (" + types + ") -> ()\n  })";
 }
 
 Value Builder::constant(double value, ElementType type) {
@@ -312,8 +343,13 @@ Value Builder::reduce(const Value& x, const Value& init, Reduction kind,
     for (int64_t r : dims) reduced = reduced || r == d;
     if (!reduced) kept.push_back(x.dims()[d]);
   }
+  const char* combine = reduction_op(kind, x.element());
+  TensorType scalar{x.element(), {}};
+  std::string body = region({scalar, scalar}, [&](Builder& r, const std::vector<Value>& a) {
+    return std::vector<Value>{r.op(combine, {a[0], a[1]}, scalar)};
+  });
   return emit("reduce", {x, init}, TensorType{x.element(), kept}, "dimensions = " + i64_array(dims),
-              binary_region(x.element(), reduction_op(kind, x.element())));
+              body);
 }
 
 Value Builder::gather_1d(const Value& operand, const Value& indices) {
@@ -336,16 +372,16 @@ Value Builder::scatter_1d(const Value& operand, const Value& indices, const Valu
       "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
       "scatter_dims_to_operand_dims = [0], index_vector_dim = " +
       std::to_string(indices.rank()) + ">, indices_are_sorted = false, unique_indices = false";
-  return emit("scatter", {operand, index_vectors, updates}, operand.type, attributes,
-              binary_region(operand.element(), nullptr));
+  TensorType scalar{operand.element(), {}};
+  std::string replace = region({scalar, scalar}, [](Builder&, const std::vector<Value>& a) {
+    return std::vector<Value>{a[1]};
+  });
+  return emit("scatter", {operand, index_vectors, updates}, operand.type, attributes, replace);
 }
 
 std::vector<Value> Builder::rng_bit_generator(const Value& state, const TensorType& type) {
-  int id = next_id_++;
-  body_ += "    %" + std::to_string(id) + ":2 = \"stablehlo.rng_bit_generator\"(" + name(state) +
-           ") {rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>} : (" + state.type.str() +
-           ") -> (" + state.type.str() + ", " + type.str() + ")\n";
-  return {Value{id, state.type, 0}, Value{id, type, 1}};
+  return op_multi("rng_bit_generator", {state}, {state.type, type},
+                  "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
 }
 
 Value Builder::dynamic_update_slice(const Value& operand, const Value& update,

@@ -2,6 +2,7 @@
 // Builds one StableHLO function (`@main`) as MLIR text in the generic op syntax,
 // which is the form every StableHLO release parses the same way.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,15 +76,35 @@ class Builder {
   // The module text returning `results` from @main.
   std::string module_text(const std::vector<Value>& results) const;
 
+  // Any StableHLO op, in generic form:
+  //   %r = "stablehlo.<name>"(operands) <region> {<attributes>} : (types) -> result
+  Value op(const std::string& name, const std::vector<Value>& operands, const TensorType& result,
+           const std::string& attributes = "", const std::string& region = "");
+  // The same for ops with several results (sort, rng_bit_generator, variadic reduce).
+  std::vector<Value> op_multi(const std::string& name, const std::vector<Value>& operands,
+                              const std::vector<TensorType>& results,
+                              const std::string& attributes = "", const std::string& region = "");
+  // A single-block region for reduce, scatter, sort, reduce_window, select_and_scatter...:
+  // `body` receives the block arguments (of `argument_types`, usually scalars) and
+  // returns the values the region yields. Values of the enclosing function are not
+  // visible inside; build constants in `body`.
+  using RegionBody = std::function<std::vector<Value>(Builder&, const std::vector<Value>&)>;
+  std::string region(const std::vector<TensorType>& argument_types, const RegionBody& body);
+
  private:
   Value emit(const std::string& op, const std::vector<Value>& operands, const TensorType& result,
-             const std::string& attributes = "", const std::string& region = "");
+             const std::string& attributes = "", const std::string& region = "") {
+    return this->op(op, operands, result, attributes, region);
+  }
   std::string name(const Value& v) const;
 
   std::vector<TensorType> parameters_;
   std::vector<int> parameter_alias_;  // output index or -1
   std::string body_;
   int next_id_ = 0;
+  std::string prefix_;      // SSA name prefix: "" for @main, unique per region
+  bool in_region_ = false;  // parameters are block arguments, not function arguments
+  int next_region_ = 0;
 };
 
 // "array<i64: 1, 2>" (or "array<i64>" when empty).

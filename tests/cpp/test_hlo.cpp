@@ -154,3 +154,27 @@ TEST(Builder, DonatedParameterIsDeclared) {
 
 }  // namespace
 }  // namespace tpu::hlo
+
+namespace tpu::hlo {
+namespace {
+
+TEST(Builder, RegionsAndMultiResultOps) {
+  // A variadic reduce with a region: (max value, its index) over a row, as argmax does.
+  Builder b;
+  Value x = b.parameter(f32({5}));
+  Value index = b.iota(TensorType{ElementType::S32, {5}}, 0);
+  TensorType f{ElementType::F32, {}};
+  TensorType i{ElementType::S32, {}};
+  std::string body = b.region({f, i, f, i}, [&](Builder& r, const std::vector<Value>& a) {
+    Value take_left = r.compare(Compare::GE, a[0], a[2]);
+    return std::vector<Value>{r.select(take_left, a[0], a[2]), r.select(take_left, a[1], a[3])};
+  });
+  std::vector<Value> result = b.op_multi(
+      "reduce", {x, index, b.constant(-1e30, ElementType::F32), b.constant(0, ElementType::S32)},
+      {f, i}, "dimensions = array<i64: 0>", body);
+  Value as_float = b.convert(result[1], ElementType::F32);
+  EXPECT_EQ(run(b, as_float, {{{3, 9, 1, 9, 2}, {5}}}), (std::vector<float>{1}));
+}
+
+}  // namespace
+}  // namespace tpu::hlo

@@ -1,0 +1,5 @@
+// Activation functions and their backward.
+#include "aten/ops.h"
+#include "aten/program.h"
+
+namespace tpu::aten {}  // namespace tpu::aten
