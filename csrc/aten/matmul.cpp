@@ -1,4 +1,4 @@
-// Matrix products: mm, addmm.
+// Matrix products: mm, addmm, bmm, baddbmm (matmul and linear are composites of these).
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 
@@ -109,6 +109,90 @@ at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& m
               "The input tensor must be a matrix with size ", mat1.size(0), "x", mat2.size(1),
               ", but got a ", self.dim(), "-D tensor with size ", self.sizes());
   lower_addmm(self, mat1, mat2, beta, alpha, self);
+  return self;
+}
+
+}  // namespace tpu::aten
+
+namespace tpu::aten {
+
+namespace {
+
+void check_bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  TORCH_CHECK(self.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(self.size(0) == mat2.size(0),
+              "batch1 and batch2 must have same number of batches, got ", self.size(0), " and ",
+              mat2.size(0));
+  TORCH_CHECK(self.size(2) == mat2.size(1),
+              "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0),
+              ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != c10::kBool,
+                              "\"bmm\" not implemented for 'Bool'");
+  TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "expected scalar type ", self.scalar_type(),
+              " but found ", mat2.scalar_type());
+}
+
+// out = beta * self + alpha * (batch1 @ batch2); self is ignored when beta == 0.
+void lower_baddbmm(const char* name, const at::Tensor* self, const at::Tensor& batch1,
+                   const at::Tensor& batch2, const c10::Scalar& beta, const c10::Scalar& alpha,
+                   const at::Tensor& out) {
+  std::vector<int64_t> shape{batch1.size(0), batch1.size(1), batch2.size(2)};
+  c10::ScalarType accumulate = accumulate_type(batch1.scalar_type());
+  Program p(name);
+  auto& b = p.b();
+  hlo::Value result =
+      b.dot_general(p.read(batch1), p.read(batch2), {0}, {0}, {2}, {1}, element_type(accumulate));
+  if (!(alpha.isIntegral(true) && alpha.to<int64_t>() == 1)) {
+    result = b.binary("multiply", result, b.broadcast_to(p.scalar(alpha, accumulate), shape));
+  }
+  if (self != nullptr && !(beta.isIntegral(true) && beta.to<int64_t>() == 0)) {
+    hlo::Value bias = b.broadcast_to(p.read(*self, accumulate), shape);
+    if (!(beta.isIntegral(true) && beta.to<int64_t>() == 1)) {
+      bias = b.binary("multiply", bias, b.broadcast_to(p.scalar(beta, accumulate), shape));
+    }
+    result = b.binary("add", result, bias);
+  }
+  p.write(out, result);
+  p.run();
+}
+
+}  // namespace
+
+at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  check_bmm(self, mat2);
+  at::Tensor out = at::empty({self.size(0), self.size(1), mat2.size(2)}, self.options());
+  lower_baddbmm("aten::bmm", nullptr, self, mat2, 0, 1, out);
+  return out;
+}
+
+at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_bmm(self, mat2);
+  at::native::resize_output(out, {self.size(0), self.size(1), mat2.size(2)});
+  lower_baddbmm("aten::bmm.out", nullptr, self, mat2, 0, 1, out);
+  return out;
+}
+
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                   const c10::Scalar& beta, const c10::Scalar& alpha) {
+  check_bmm(batch1, batch2);
+  at::Tensor out = at::empty({batch1.size(0), batch1.size(1), batch2.size(2)}, batch1.options());
+  lower_baddbmm("aten::baddbmm", &self, batch1, batch2, beta, alpha, out);
+  return out;
+}
+
+at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                        const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  check_bmm(batch1, batch2);
+  at::native::resize_output(out, {batch1.size(0), batch1.size(1), batch2.size(2)});
+  lower_baddbmm("aten::baddbmm.out", &self, batch1, batch2, beta, alpha, out);
+  return out;
+}
+
+at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                     const c10::Scalar& beta, const c10::Scalar& alpha) {
+  check_bmm(batch1, batch2);
+  lower_baddbmm("aten::baddbmm_", &self, batch1, batch2, beta, alpha, self);
   return self;
 }
 

@@ -184,6 +184,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm", TORCH_FN(addmm));
   m.impl("addmm.out", TORCH_FN(addmm_out));
   m.impl("addmm_", TORCH_FN(addmm_));
+  m.impl("bmm", TORCH_FN(bmm));
+  m.impl("bmm.out", TORCH_FN(bmm_out));
+  m.impl("baddbmm", TORCH_FN(baddbmm));
+  m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+  m.impl("baddbmm_", TORCH_FN(baddbmm_));
 
   // ======== neural-network ops: activation.cpp, norm.cpp, softmax.cpp, loss.cpp, pointwise.cpp
   // ======== loss.cpp

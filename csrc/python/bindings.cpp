@@ -6,6 +6,7 @@
 #include "aten/device.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
+#include "aten/ops.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
@@ -70,6 +71,7 @@ py::dict metrics_snapshot() {
 
 PYBIND11_MODULE(_C, m) {
   using namespace tpu;
+  aten::register_foreach_kernels();
   m.def(
       "_initialize", [](const std::string& path) { runtime::Runtime::initialize(path); },
       py::arg("plugin_path"));
