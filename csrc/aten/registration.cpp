@@ -190,6 +190,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
   m.impl("baddbmm_", TORCH_FN(baddbmm_));
 
+  // conv.cpp
+  m.impl("convolution_overrideable", TORCH_FN(convolution));
+  m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
+
   // ======== neural-network ops: activation.cpp, norm.cpp, softmax.cpp, loss.cpp, pointwise.cpp
   // ======== loss.cpp
   m.impl("mse_loss", TORCH_FN(mse_loss));

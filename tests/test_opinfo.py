@@ -1,0 +1,112 @@
+"""Conformance on PyTorch's OpInfo database: every OpInfo whose operator has a native
+tpu kernel runs its sample inputs on tpu and on the CPU, and the results (and, for
+float32, the gradients) are compared. Exceptions live in opinfo_expectations.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from opinfo_expectations import EXPECTED_FAILURES, RANDOM
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.utils._pytree import tree_map
+
+import torch_tpu
+
+DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool)
+MAX_SAMPLES = 6
+TOLERANCE = {
+    torch.float32: (1.3e-5, 1e-4),
+    torch.float64: (1e-7, 1e-7),
+    torch.bfloat16: (1.6e-2, 1e-2),
+    torch.float16: (1e-3, 1e-3),
+}
+
+
+def _native_names() -> set[str]:
+    return {name.split("::", 1)[1].split(".", 1)[0] for name in torch_tpu.coverage()}
+
+
+def _has_native_kernel(op, native: set[str]) -> bool:
+    candidates = {op.name.split(".")[-1], op.aten_name or ""}
+    if op.name.startswith("nn.functional."):
+        candidates.add(op.name.rsplit(".", 1)[-1])
+    return any(c in native for c in candidates)
+
+
+def _cases():
+    native = _native_names()
+    for op in op_db:
+        if op.name in RANDOM or not _has_native_kernel(op, native):
+            continue
+        full = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+        for dtype in DTYPES:
+            if dtype not in op.supported_dtypes("cpu"):
+                continue
+            dtype_name = str(dtype).removeprefix("torch.")
+            modes = ["forward"]
+            if dtype == torch.float32 and op.supports_autograd:
+                modes.append("grad")
+            for mode in modes:
+                reason = EXPECTED_FAILURES.get((full, dtype_name, mode)) or EXPECTED_FAILURES.get(
+                    (full, "*", mode)
+                )
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                yield pytest.param(op, dtype, mode, id=f"{full}-{dtype_name}-{mode}", marks=marks)
+
+
+def _to_tpu(value):
+    return tree_map(lambda x: x.detach().to("tpu") if isinstance(x, torch.Tensor) else x, value)
+
+
+def _compare(actual, expected, dtype):
+    rtol, atol = TOLERANCE.get(dtype, (0, 0))
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor)
+        assert actual.device.type == "tpu", f"result on {actual.device}"
+        torch.testing.assert_close(
+            actual.cpu(), expected, rtol=rtol, atol=atol, equal_nan=True, check_stride=False
+        )
+    elif isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            _compare(a, e, dtype)
+    else:
+        assert actual == expected
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    found = []
+    tree_map(lambda x: found.append(x) if isinstance(x, torch.Tensor) else None, value)
+    return found
+
+
+def _grads(op, sample, outputs):
+    inputs = [t for t in _tensors((sample.input, sample.args, sample.kwargs)) if t.requires_grad]
+    results = [o for o in _tensors(outputs) if o.requires_grad]
+    if not inputs or not results:
+        return None
+    total = sum((o.float() * torch.linspace(0.5, 1.5, o.numel(), device=o.device).view(o.shape)).sum() for o in results)
+    return torch.autograd.grad(total, inputs, allow_unused=True)
+
+
+@pytest.mark.parametrize("op,dtype,mode", list(_cases()))
+def test_opinfo(op, dtype, mode):
+    samples = list(op.sample_inputs("cpu", dtype, requires_grad=mode == "grad"))[:MAX_SAMPLES]
+    assert samples, "the OpInfo produced no samples"
+    for sample in samples:
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+        tpu_sample = sample.transform(lambda x: x.detach().to("tpu").requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x)
+        actual = op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)
+        if mode == "forward":
+            _compare(actual, expected, dtype)
+        else:
+            expected_grads = _grads(op, sample, expected)
+            actual_grads = _grads(op, tpu_sample, actual)
+            if expected_grads is None:
+                continue
+            for a, e in zip(actual_grads, expected_grads):
+                if e is None:
+                    assert a is None
+                else:
+                    _compare(a, e, dtype)
