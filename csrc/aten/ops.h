@@ -203,6 +203,41 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
     c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask);
 
+// pool.cpp
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self,
+                                                           c10::IntArrayRef kernel_size,
+                                                           c10::IntArrayRef stride,
+                                                           c10::IntArrayRef padding,
+                                                           c10::IntArrayRef dilation,
+                                                           bool ceil_mode);
+at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                            c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                                            c10::IntArrayRef padding, c10::IntArrayRef dilation,
+                                            bool ceil_mode, const at::Tensor& indices);
+at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size,
+                      c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
+                      bool count_include_pad, std::optional<int64_t> divisor_override);
+at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                               c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                               c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                               std::optional<int64_t> divisor_override);
+
+// resample.cpp
+at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::IntArrayRef output_size);
+at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self);
+at::Tensor upsample_nearest2d(const at::Tensor& self, c10::IntArrayRef output_size,
+                              std::optional<double> scales_h, std::optional<double> scales_w);
+at::Tensor upsample_nearest2d_backward(const at::Tensor& grad_output, c10::IntArrayRef output_size,
+                                       c10::IntArrayRef input_size, std::optional<double> scales_h,
+                                       std::optional<double> scales_w);
+at::Tensor upsample_bilinear2d(const at::Tensor& self, c10::IntArrayRef output_size,
+                               bool align_corners, std::optional<double> scales_h,
+                               std::optional<double> scales_w);
+at::Tensor upsample_bilinear2d_backward(const at::Tensor& grad_output, c10::IntArrayRef output_size,
+                                        c10::IntArrayRef input_size, bool align_corners,
+                                        std::optional<double> scales_h,
+                                        std::optional<double> scales_w);
+
 // foreach.cpp: makes every _foreach_* op run its per-tensor reference loop on tpu.
 // Called once from the Python module's initialisation (all ATen ops are known then).
 void register_foreach_kernels();

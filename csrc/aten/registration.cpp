@@ -194,6 +194,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_overrideable", TORCH_FN(convolution));
   m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
 
+  // pool.cpp
+  m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices));
+  m.impl("max_pool2d_with_indices_backward", TORCH_FN(max_pool2d_with_indices_backward));
+  m.impl("avg_pool2d", TORCH_FN(avg_pool2d));
+  m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward));
+
+  // resample.cpp
+  m.impl("_adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d));
+  m.impl("_adaptive_avg_pool2d_backward", TORCH_FN(adaptive_avg_pool2d_backward));
+  m.impl("upsample_nearest2d", TORCH_FN(upsample_nearest2d));
+  m.impl("upsample_nearest2d_backward", TORCH_FN(upsample_nearest2d_backward));
+  m.impl("upsample_bilinear2d", TORCH_FN(upsample_bilinear2d));
+  m.impl("upsample_bilinear2d_backward", TORCH_FN(upsample_bilinear2d_backward));
+
   // ======== neural-network ops: activation.cpp, norm.cpp, softmax.cpp, loss.cpp, pointwise.cpp
   // ======== loss.cpp
   m.impl("mse_loss", TORCH_FN(mse_loss));
