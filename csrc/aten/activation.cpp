@@ -23,8 +23,8 @@ using hlo::Value;
 
 // The elementwise math of one op: `in` are the tensor operands and `s` the scalar
 // operands, all broadcast to the result shape and converted to the compute type.
-using Math = std::function<Value(Builder&, const std::vector<Value>& in,
-                                 const std::vector<Value>& s)>;
+using Math =
+    std::function<Value(Builder&, const std::vector<Value>& in, const std::vector<Value>& s)>;
 
 Value splat(Builder& b, double v, const Value& like) {
   return b.broadcast_to(b.constant(v, like.element()), like.dims());
@@ -37,13 +37,11 @@ Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide"
 // erf(x) = x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside), the rational approximation XLA
 // and Eigen use for float32 (about 4e-7 absolute error; the same in float64, see the tests).
 Value erf(Builder& b, const Value& x) {
-  static const double kP[] = {-2.72614225801306e-10, 2.77068142495902e-08,
-                              -2.10102402082508e-06, -5.69250639462346e-05,
-                              -7.34990630326855e-04, -2.95459980854025e-03,
+  static const double kP[] = {-2.72614225801306e-10, 2.77068142495902e-08,  -2.10102402082508e-06,
+                              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
                               -1.60960333262415e-02};
-  static const double kQ[] = {-1.45660718464996e-05, -2.13374055278905e-04,
-                              -1.68282697438203e-03, -7.37332916720468e-03,
-                              -1.42647390514189e-02};
+  static const double kQ[] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                              -7.37332916720468e-03, -1.42647390514189e-02};
   Value c = b.binary("minimum", b.binary("maximum", x, splat(b, -4, x)), splat(b, 4, x));
   Value c2 = mul(b, c, c);
   Value p = splat(b, kP[0], x);
@@ -150,8 +148,8 @@ Math gelu_backward_math(c10::string_view approximate) {
   }
   return [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
     const Value &g = in[0], &x = in[1];
-    Value cdf = mul(b, splat(b, 0.5, x),
-                    add(b, splat(b, 1, x), erf(b, mul(b, x, splat(b, M_SQRT1_2, x)))));
+    Value cdf =
+        mul(b, splat(b, 0.5, x), add(b, splat(b, 1, x), erf(b, mul(b, x, splat(b, M_SQRT1_2, x)))));
     Value pdf = mul(b, b.unary("exponential", mul(b, splat(b, -0.5, x), mul(b, x, x))),
                     splat(b, M_2_SQRTPI * M_SQRT1_2 * 0.5, x));
     return mul(b, g, add(b, cdf, mul(b, x, pdf)));
@@ -162,7 +160,8 @@ Value silu_of(Builder& b, const Value& x) {
   return div(b, x, add(b, splat(b, 1, x), b.unary("exponential", b.unary("negate", x))));
 }
 Value silu_backward_of(Builder& b, const Value& g, const Value& x) {
-  Value s = div(b, splat(b, 1, x), add(b, splat(b, 1, x), b.unary("exponential", b.unary("negate", x))));
+  Value s =
+      div(b, splat(b, 1, x), add(b, splat(b, 1, x), b.unary("exponential", b.unary("negate", x))));
   return mul(b, mul(b, g, s), add(b, splat(b, 1, x), mul(b, x, sub(b, splat(b, 1, x), s))));
 }
 
@@ -194,15 +193,15 @@ Value clamp_between(Builder& b, const Value& x, const Value& low, const Value& h
 
 // ---- registered kernels ----
 
-#define TPU_ACTIVATION_TRIPLE(fn, aten, scalars_decl, scalars, math, integral)                    \
-  at::Tensor fn(const at::Tensor& self scalars_decl) {                                           \
-    return functional("aten::" aten, self, scalars, math, integral);                              \
-  }                                                                                               \
-  at::Tensor& fn##_(at::Tensor& self scalars_decl) {                                             \
-    return in_place("aten::" aten "_", self, scalars, math, integral);                            \
-  }                                                                                               \
-  at::Tensor& fn##_out(const at::Tensor& self scalars_decl, at::Tensor& out) {                   \
-    return out_variant("aten::" aten ".out", self, scalars, math, out, integral);                 \
+#define TPU_ACTIVATION_TRIPLE(fn, aten, scalars_decl, scalars, math, integral)    \
+  at::Tensor fn(const at::Tensor& self scalars_decl) {                            \
+    return functional("aten::" aten, self, scalars, math, integral);              \
+  }                                                                               \
+  at::Tensor& fn##_(at::Tensor& self scalars_decl) {                              \
+    return in_place("aten::" aten "_", self, scalars, math, integral);            \
+  }                                                                               \
+  at::Tensor& fn##_out(const at::Tensor& self scalars_decl, at::Tensor& out) {    \
+    return out_variant("aten::" aten ".out", self, scalars, math, out, integral); \
   }
 #define TPU_COMMA ,
 
@@ -213,8 +212,7 @@ const Math kSilu = [](Builder& b, const std::vector<Value>& in, const std::vecto
 const Math kSoftplus = [](Builder& b, const std::vector<Value>& in, const std::vector<Value>& s) {
   return softplus_of(b, in[0], s[0], s[1]);
 };
-const Math kLeakyRelu = [](Builder& b, const std::vector<Value>& in,
-                           const std::vector<Value>& s) {
+const Math kLeakyRelu = [](Builder& b, const std::vector<Value>& in, const std::vector<Value>& s) {
   const Value& x = in[0];
   return b.select(b.compare(Compare::GT, x, splat(b, 0, x)), x, mul(b, x, s[0]));
 };
@@ -229,8 +227,7 @@ const Math kHardswish = [](Builder& b, const std::vector<Value>& in, const std::
   Value r = clamp_between(b, add(b, x, splat(b, 3, x)), splat(b, 0, x), splat(b, 6, x));
   return div(b, mul(b, x, r), splat(b, 6, x));
 };
-const Math kHardsigmoid = [](Builder& b, const std::vector<Value>& in,
-                             const std::vector<Value>&) {
+const Math kHardsigmoid = [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
   const Value& x = in[0];
   Value r = clamp_between(b, add(b, x, splat(b, 3, x)), splat(b, 0, x), splat(b, 6, x));
   return div(b, r, splat(b, 6, x));
@@ -287,8 +284,7 @@ at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self,
   return backward("aten::leaky_relu_backward", grad, self, {slope},
                   [](Builder& b, const std::vector<Value>& in, const std::vector<Value>& s) {
                     const Value &g = in[0], &x = in[1];
-                    return b.select(b.compare(Compare::GT, x, splat(b, 0, x)), g,
-                                    mul(b, g, s[0]));
+                    return b.select(b.compare(Compare::GT, x, splat(b, 0, x)), g, mul(b, g, s[0]));
                   });
 }
 
@@ -352,8 +348,7 @@ at::Tensor hardswish_backward(const at::Tensor& grad, const at::Tensor& self) {
                   [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
                     const Value &g = in[0], &x = in[1];
                     Value mid = mul(b, g, add(b, div(b, x, splat(b, 3, x)), splat(b, 0.5, x)));
-                    Value upper =
-                        b.select(b.compare(Compare::LE, x, splat(b, 3, x)), mid, g);
+                    Value upper = b.select(b.compare(Compare::LE, x, splat(b, 3, x)), mid, g);
                     return b.select(b.compare(Compare::LT, x, splat(b, -3, x)), splat(b, 0, x),
                                     upper);
                   });

@@ -58,9 +58,8 @@ Value normalize_backward(Builder& b, const Value& dy, const Value& xhat, const V
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(
     const at::Tensor& input, c10::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
-  auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape,
-                                                     weight.value_or(at::Tensor()),
-                                                     bias.value_or(at::Tensor()));
+  auto [M, N] = at::native::_check_layer_norm_inputs(
+      input, normalized_shape, weight.value_or(at::Tensor()), bias.value_or(at::Tensor()));
   const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
   std::vector<int64_t> stat_shape(input.sizes().begin(), input.sizes().begin() + axis);
   stat_shape.resize(input.dim(), 1);
@@ -74,7 +73,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(
   Value x = b.reshape(p.read(input, compute), {M, N});
   Value m = mul(b, sum(b, x, {1}), b.broadcast_to(b.constant(1.0 / N, x.element()), {M}));
   Value xc = sub(b, x, back(b, m, x, {0}));
-  Value var = mul(b, sum(b, mul(b, xc, xc), {1}), b.broadcast_to(b.constant(1.0 / N, x.element()), {M}));
+  Value var =
+      mul(b, sum(b, mul(b, xc, xc), {1}), b.broadcast_to(b.constant(1.0 / N, x.element()), {M}));
   Value r = b.unary("rsqrt", b.binary("add", var, b.broadcast_to(p.scalar(eps, compute), {M})));
   Value y = mul(b, xc, back(b, r, x, {0}));
   if (defined(weight)) y = mul(b, y, back(b, b.reshape(p.read(*weight, compute), {N}), x, {1}));
@@ -92,9 +92,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input, c10::IntArrayRef normalized_shape,
     const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias, std::array<bool, 3> mask) {
-  auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape,
-                                                     weight.value_or(at::Tensor()),
-                                                     bias.value_or(at::Tensor()));
+  auto [M, N] = at::native::_check_layer_norm_inputs(
+      input, normalized_shape, weight.value_or(at::Tensor()), bias.value_or(at::Tensor()));
   at::Tensor grad_input, grad_weight, grad_bias;
   if (mask[0]) grad_input = at::empty(input.sizes(), input.options());
   if (mask[1] && defined(weight)) grad_weight = at::empty(weight->sizes(), weight->options());
@@ -112,9 +111,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
   Value r = back(b, b.reshape(p.read(rstd, compute), {M}), x, {0});
   Value xhat = mul(b, sub(b, x, back(b, b.reshape(p.read(mean, compute), {M}), x, {0})), r);
   if (grad_input.defined()) {
-    Value dy = defined(weight)
-                   ? mul(b, g, back(b, b.reshape(p.read(*weight, compute), {N}), x, {1}))
-                   : g;
+    Value dy =
+        defined(weight) ? mul(b, g, back(b, b.reshape(p.read(*weight, compute), {N}), x, {1})) : g;
     Value gi = normalize_backward(b, dy, xhat, r, {1}, {0}, static_cast<double>(N));
     p.write(grad_input, b.reshape(gi, input.sizes().vec()));
   }
@@ -151,7 +149,8 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input,
   Program p("aten::_fused_rms_norm");
   auto& b = p.b();
   Value x = b.reshape(p.read(input, compute), {M, N});
-  Value ms = mul(b, sum(b, mul(b, x, x), {1}), b.broadcast_to(b.constant(1.0 / N, x.element()), {M}));
+  Value ms =
+      mul(b, sum(b, mul(b, x, x), {1}), b.broadcast_to(b.constant(1.0 / N, x.element()), {M}));
   Value r = b.unary("rsqrt", b.binary("add", ms, b.broadcast_to(p.scalar(epsilon, compute), {M})));
   Value y = mul(b, x, back(b, r, x, {0}));
   if (defined(weight)) y = mul(b, y, back(b, b.reshape(p.read(*weight, compute), {N}), x, {1}));
@@ -181,9 +180,8 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
   Value r = back(b, b.reshape(p.read(rstd, compute), {M}), x, {0});
   Value xhat = mul(b, x, r);
   if (grad_input.defined()) {
-    Value dy = defined(weight)
-                   ? mul(b, g, back(b, b.reshape(p.read(*weight, compute), {N}), x, {1}))
-                   : g;
+    Value dy =
+        defined(weight) ? mul(b, g, back(b, b.reshape(p.read(*weight, compute), {N}), x, {1})) : g;
     // d/dx (x * rstd) = rstd * (dy - xhat * mean(dy * xhat))
     Value proj = back(b, sum(b, mul(b, dy, xhat), {1}), x, {0});
     Value gi = mul(b, r, sub(b, dy, mul(b, xhat, mul(b, proj, scalar(b, 1.0 / N, x)))));

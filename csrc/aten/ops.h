@@ -85,13 +85,14 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
                               const c10::Scalar& threshold);
 
 // unary.cpp: (aten name, lowering in namespace unary, computes in float for integer inputs)
-#define TPU_UNARY_OPS(_)                                                                          \
-  _(abs, false)                                                                                   \
-  _(neg, false)                                                                                   \
-  _(ceil, false) _(floor, false) _(round, false) _(trunc, false) _(sign, false) _(exp, true)      \
-      _(expm1, true) _(log, true) _(log1p, true) _(log2, true) _(log10, true) _(sqrt, true)       \
-          _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true) _(tanh, true) \
-              _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) _(sinh, true)            \
+#define TPU_UNARY_OPS(_)                                                                     \
+  _(abs, false)                                                                              \
+  _(neg, false)                                                                              \
+  _(ceil, false)                                                                             \
+  _(floor, false) _(round, false) _(trunc, false) _(sign, false) _(exp, true) _(expm1, true) \
+      _(log, true) _(log1p, true) _(log2, true) _(log10, true) _(sqrt, true) _(rsqrt, true)  \
+          _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true) _(tanh, true)           \
+              _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) _(sinh, true)       \
                   _(cosh, true)
 
 using UnaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&);
@@ -116,13 +117,14 @@ at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
 // to float; Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
 // in-place), T = Tensor only (name, name.out, name_).
 enum class BinaryKind { Common, Numeric, Compare, Logical, Float, Integral };
-#define TPU_BINARY_OPS(_)                                                                          \
-  _(eq, Compare, TS)                                                                               \
-  _(ne, Compare, TS)                                                                               \
-  _(lt, Compare, TS) _(le, Compare, TS) _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS) \
-      _(remainder, Numeric, TS) _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS)           \
-          _(bitwise_xor, Integral, TS) _(maximum, Common, T) _(minimum, Common, T)                 \
-              _(atan2, Float, T) _(logical_and, Logical, T) _(logical_or, Logical, T)              \
+#define TPU_BINARY_OPS(_)                                                                \
+  _(eq, Compare, TS)                                                                     \
+  _(ne, Compare, TS)                                                                     \
+  _(lt, Compare, TS)                                                                     \
+  _(le, Compare, TS) _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS)          \
+      _(remainder, Numeric, TS) _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS) \
+          _(bitwise_xor, Integral, TS) _(maximum, Common, T) _(minimum, Common, T)       \
+              _(atan2, Float, T) _(logical_and, Logical, T) _(logical_or, Logical, T)    \
                   _(logical_xor, Logical, T)
 
 using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);
@@ -284,8 +286,8 @@ at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Ten
                              const std::optional<at::Tensor>& max, at::Tensor& out);
 at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min,
                           const std::optional<at::Tensor>& max);
-#define TPU_DECLARE_CLAMP_SIDE(fn, ArgType)                                      \
-  at::Tensor fn(const at::Tensor& self, ArgType bound);                          \
+#define TPU_DECLARE_CLAMP_SIDE(fn, ArgType)                                     \
+  at::Tensor fn(const at::Tensor& self, ArgType bound);                         \
   at::Tensor& fn##_out(const at::Tensor& self, ArgType bound, at::Tensor& out); \
   at::Tensor& fn##_(at::Tensor& self, ArgType bound);
 TPU_DECLARE_CLAMP_SIDE(clamp_min, const c10::Scalar&)
@@ -298,15 +300,15 @@ at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end,
                             const c10::Scalar& weight, at::Tensor& out);
 at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight);
 at::Tensor lerp_tensor(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight);
-at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end,
-                            const at::Tensor& weight, at::Tensor& out);
+at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight,
+                            at::Tensor& out);
 at::Tensor& lerp_tensor_(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight);
-#define TPU_DECLARE_ADDC(fn)                                                                 \
-  at::Tensor fn(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,         \
-                const c10::Scalar& value);                                                  \
-  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,  \
-                       const c10::Scalar& value, at::Tensor& out);                          \
-  at::Tensor& fn##_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,           \
+#define TPU_DECLARE_ADDC(fn)                                                               \
+  at::Tensor fn(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,        \
+                const c10::Scalar& value);                                                 \
+  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, \
+                       const c10::Scalar& value, at::Tensor& out);                         \
+  at::Tensor& fn##_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,          \
                     const c10::Scalar& value);
 TPU_DECLARE_ADDC(addcmul)
 TPU_DECLARE_ADDC(addcdiv)
@@ -326,6 +328,38 @@ at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64
                          at::Tensor& out);
 at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
                              const at::Tensor& target, int64_t reduction);
+
+// nll_loss.cpp
+std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self,
+                                                    const at::Tensor& target,
+                                                    const std::optional<at::Tensor>& weight,
+                                                    int64_t reduction, int64_t ignore_index);
+std::tuple<at::Tensor&, at::Tensor&> nll_loss_forward_out(
+    const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+    int64_t reduction, int64_t ignore_index, at::Tensor& output, at::Tensor& total_weight);
+at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                             const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                             int64_t reduction, int64_t ignore_index,
+                             const at::Tensor& total_weight);
+std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self,
+                                                      const at::Tensor& target,
+                                                      const std::optional<at::Tensor>& weight,
+                                                      int64_t reduction, int64_t ignore_index);
+at::Tensor nll_loss2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                               const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                               int64_t reduction, int64_t ignore_index,
+                               const at::Tensor& total_weight);
+
+// batch_norm.cpp
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+    const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_invstd,
+    bool train, double eps, std::array<bool, 3> mask);
 
 // ======== end of neural-network ops ========
 

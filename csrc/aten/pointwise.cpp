@@ -40,8 +40,10 @@ using Math = std::function<Value(Builder&, const std::vector<Value>&)>;
 c10::ScalarType promote(const std::vector<Arg>& args) {
   at::native::ResultTypeState state = {};
   for (const Arg& a : args) {
-    if (a.tensor != nullptr) state = at::native::update_result_type_state(*a.tensor, state);
-    else if (a.scalar.has_value()) state = at::native::update_result_type_state(*a.scalar, state);
+    if (a.tensor != nullptr)
+      state = at::native::update_result_type_state(*a.tensor, state);
+    else if (a.scalar.has_value())
+      state = at::native::update_result_type_state(*a.scalar, state);
   }
   return at::native::result_type(state);
 }
@@ -69,9 +71,12 @@ void lower(const char* name, const std::vector<Arg>& args, c10::ScalarType compu
   for (size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
     c10::ScalarType type = static_cast<int>(i) == bool_operand ? c10::kBool : compute;
-    if (a.tensor != nullptr) values.push_back(b.broadcast_to(p.read(*a.tensor, type), shape));
-    else if (a.scalar.has_value()) values.push_back(b.broadcast_to(p.scalar(*a.scalar, type), shape));
-    else values.emplace_back();
+    if (a.tensor != nullptr)
+      values.push_back(b.broadcast_to(p.read(*a.tensor, type), shape));
+    else if (a.scalar.has_value())
+      values.push_back(b.broadcast_to(p.scalar(*a.scalar, type), shape));
+    else
+      values.emplace_back();
   }
   p.write(out, math(b, values));
   p.run();
@@ -159,8 +164,8 @@ Math lerp_math() {
     const Value &start = v[0], &end = v[1], &w = v[2];
     Value diff = b.binary("subtract", end, start);
     Value low = b.binary("add", start, b.binary("multiply", w, diff));
-    Value high = b.binary(
-        "subtract", end, b.binary("multiply", diff, b.binary("subtract", splat(b, 1, w), w)));
+    Value high = b.binary("subtract", end,
+                          b.binary("multiply", diff, b.binary("subtract", splat(b, 1, w), w)));
     return b.select(b.compare(Compare::LT, b.unary("abs", w), splat(b, 0.5, w)), low, high);
   };
 }
@@ -168,8 +173,8 @@ void check_lerp(const at::Tensor& self, const at::Tensor& end, const at::Tensor*
   TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
               " for `end` but got dtype ", end.scalar_type());
   if (weight != nullptr) {
-    TORCH_CHECK(self.scalar_type() == weight->scalar_type(), "expected dtype ",
-                self.scalar_type(), " for `weight` but got dtype ", weight->scalar_type());
+    TORCH_CHECK(self.scalar_type() == weight->scalar_type(), "expected dtype ", self.scalar_type(),
+                " for `weight` but got dtype ", weight->scalar_type());
   }
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()),
                               "\"lerp_kernel_scalar\" not implemented for '",
@@ -184,19 +189,20 @@ Math addc_math(bool divide) {
   };
 }
 void check_addcdiv(const at::Tensor& t1, const at::Tensor& t2) {
-  TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) &&
-                c10::isIntegralType(t2.scalar_type(), true)),
-              "Integer division with addcdiv is no longer supported, and in a future release "
-              "addcdiv will perform a true division of tensor1 and tensor2. The historic "
-              "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
-              "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
-              "tensor2) for float inputs. The future addcdiv behavior is just the latter "
-              "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+  TORCH_CHECK(
+      !(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
+      "Integer division with addcdiv is no longer supported, and in a future release "
+      "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+      "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+      "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+      "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+      "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
 }
 
 }  // namespace
 
-at::Tensor where_self(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
+at::Tensor where_self(const at::Tensor& condition, const at::Tensor& self,
+                      const at::Tensor& other) {
   check_condition(condition);
   c10::ScalarType type = at::result_type(self, other);
   return run_functional("aten::where.self", {T(condition), T(self), T(other)}, type, type, kWhere,
@@ -206,8 +212,8 @@ at::Tensor& where_self_out(const at::Tensor& condition, const at::Tensor& self,
                            const at::Tensor& other, at::Tensor& out) {
   check_condition(condition);
   c10::ScalarType type = at::result_type(self, other);
-  return run_out("aten::where.self_out", {T(condition), T(self), T(other)}, type, type, kWhere,
-                 out, 0);
+  return run_out("aten::where.self_out", {T(condition), T(self), T(other)}, type, type, kWhere, out,
+                 0);
 }
 
 namespace {
@@ -220,9 +226,9 @@ at::Tensor& masked_fill_impl(const char* name, at::Tensor& self, const at::Tenso
               mask.sizes(), ") must be expandable to the size of self (", self.sizes(), ")");
   at::assert_no_internal_overlap(self);
   const c10::ScalarType type = self.scalar_type();
-  lower(name, {T(self), T(mask), value}, type,
-        [](Builder& b, const std::vector<Value>& v) { return b.select(v[1], v[2], v[0]); }, self,
-        1);
+  lower(
+      name, {T(self), T(mask), value}, type,
+      [](Builder& b, const std::vector<Value>& v) { return b.select(v[1], v[2], v[0]); }, self, 1);
   return self;
 }
 void check_fill_value(const at::Tensor& value) {
@@ -232,7 +238,8 @@ void check_fill_value(const at::Tensor& value) {
 }
 }  // namespace
 
-at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const c10::Scalar& value) {
+at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask,
+                                const c10::Scalar& value) {
   return masked_fill_impl("aten::masked_fill_.Scalar", self, mask, S(value));
 }
 at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
@@ -267,8 +274,8 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& 
   std::vector<Arg> args{T(self), S(min), S(max)};
   check_clamp(args[1], args[2]);
   c10::ScalarType type = promote(args);
-  return run_out("aten::clamp.out", args, type, type,
-                 clamp_math(min.has_value(), max.has_value()), out);
+  return run_out("aten::clamp.out", args, type, type, clamp_math(min.has_value(), max.has_value()),
+                 out);
 }
 at::Tensor& clamp_(at::Tensor& self, const std::optional<c10::Scalar>& min,
                    const std::optional<c10::Scalar>& max) {
@@ -303,7 +310,7 @@ at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min
                       clamp_math(args[1].present(), args[2].present()));
 }
 
-#define TPU_CLAMP_SIDE(fn, aten, has_min, has_max, ARG, ArgType)                                   \
+#define TPU_CLAMP_SIDE(fn, aten, has_min, has_max, ARG, ArgType)                                  \
   at::Tensor fn(const at::Tensor& self, ArgType bound) {                                          \
     std::vector<Arg> args{T(self), has_min ? ARG(bound) : Arg{}, has_max ? ARG(bound) : Arg{}};   \
     c10::ScalarType type = promote(args);                                                         \
@@ -329,8 +336,8 @@ TPU_CLAMP_SIDE(clamp_max_tensor, "clamp_max.Tensor", false, true, T, const at::T
 at::Tensor lerp_scalar(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
   check_lerp(self, end, nullptr);
   c10::ScalarType type = self.scalar_type();
-  return run_functional("aten::lerp.Scalar", {T(self), T(end), S(weight)}, type,
-                        opmath_type(type), lerp_math());
+  return run_functional("aten::lerp.Scalar", {T(self), T(end), S(weight)}, type, opmath_type(type),
+                        lerp_math());
 }
 at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end,
                             const c10::Scalar& weight, at::Tensor& out) {
@@ -348,11 +355,11 @@ at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const c10::Sca
 at::Tensor lerp_tensor(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight) {
   check_lerp(self, end, &weight);
   c10::ScalarType type = self.scalar_type();
-  return run_functional("aten::lerp.Tensor", {T(self), T(end), T(weight)}, type,
-                        opmath_type(type), lerp_math());
+  return run_functional("aten::lerp.Tensor", {T(self), T(end), T(weight)}, type, opmath_type(type),
+                        lerp_math());
 }
-at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end,
-                            const at::Tensor& weight, at::Tensor& out) {
+at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight,
+                            at::Tensor& out) {
   check_lerp(self, end, &weight);
   c10::ScalarType type = self.scalar_type();
   return run_out("aten::lerp.Tensor_out", {T(self), T(end), T(weight)}, type, opmath_type(type),
@@ -365,28 +372,28 @@ at::Tensor& lerp_tensor_(at::Tensor& self, const at::Tensor& end, const at::Tens
                       opmath_type(type), lerp_math());
 }
 
-#define TPU_ADDC(fn, aten, divide)                                                                 \
-  at::Tensor fn(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,               \
-                const c10::Scalar& value) {                                                       \
-    if (divide) check_addcdiv(t1, t2);                                                            \
-    std::vector<Arg> args{T(self), T(t1), T(t2), S(value)};                                       \
-    c10::ScalarType type = promote({T(self), T(t1), T(t2)});                                      \
-    return run_functional("aten::" aten, args, type, opmath_type(type), addc_math(divide));       \
-  }                                                                                               \
-  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,        \
-                       const c10::Scalar& value, at::Tensor& out) {                               \
-    if (divide) check_addcdiv(t1, t2);                                                            \
-    std::vector<Arg> args{T(self), T(t1), T(t2), S(value)};                                       \
-    c10::ScalarType type = promote({T(self), T(t1), T(t2)});                                      \
-    return run_out("aten::" aten ".out", args, type, opmath_type(type), addc_math(divide), out);  \
-  }                                                                                               \
-  at::Tensor& fn##_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,                 \
-                    const c10::Scalar& value) {                                                   \
-    if (divide) check_addcdiv(t1, t2);                                                            \
-    std::vector<Arg> args{T(self), T(t1), T(t2), S(value)};                                       \
-    c10::ScalarType type = promote({T(self), T(t1), T(t2)});                                      \
-    return run_in_place("aten::" aten "_", self, args, type, opmath_type(type),                   \
-                        addc_math(divide));                                                       \
+#define TPU_ADDC(fn, aten, divide)                                                               \
+  at::Tensor fn(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,              \
+                const c10::Scalar& value) {                                                      \
+    if (divide) check_addcdiv(t1, t2);                                                           \
+    std::vector<Arg> args{T(self), T(t1), T(t2), S(value)};                                      \
+    c10::ScalarType type = promote({T(self), T(t1), T(t2)});                                     \
+    return run_functional("aten::" aten, args, type, opmath_type(type), addc_math(divide));      \
+  }                                                                                              \
+  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,       \
+                       const c10::Scalar& value, at::Tensor& out) {                              \
+    if (divide) check_addcdiv(t1, t2);                                                           \
+    std::vector<Arg> args{T(self), T(t1), T(t2), S(value)};                                      \
+    c10::ScalarType type = promote({T(self), T(t1), T(t2)});                                     \
+    return run_out("aten::" aten ".out", args, type, opmath_type(type), addc_math(divide), out); \
+  }                                                                                              \
+  at::Tensor& fn##_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,                \
+                    const c10::Scalar& value) {                                                  \
+    if (divide) check_addcdiv(t1, t2);                                                           \
+    std::vector<Arg> args{T(self), T(t1), T(t2), S(value)};                                      \
+    c10::ScalarType type = promote({T(self), T(t1), T(t2)});                                     \
+    return run_in_place("aten::" aten "_", self, args, type, opmath_type(type),                  \
+                        addc_math(divide));                                                      \
   }
 TPU_ADDC(addcmul, "addcmul", false)
 TPU_ADDC(addcdiv, "addcdiv", true)
@@ -427,9 +434,7 @@ std::vector<Arg> nan_to_num_args(const at::Tensor& self, std::optional<double> n
       big = std::numeric_limits<float>::max();
       low = std::numeric_limits<float>::lowest();
       break;
-    default:
-      big = std::numeric_limits<double>::max();
-      low = std::numeric_limits<double>::lowest();
+    default: big = std::numeric_limits<double>::max(); low = std::numeric_limits<double>::lowest();
   }
   if (!c10::isFloatingType(self.scalar_type())) return {T(self), Arg{}, Arg{}, Arg{}};
   return {T(self), S(c10::Scalar(nan.value_or(0.0))), S(c10::Scalar(posinf.value_or(big))),
@@ -440,8 +445,8 @@ std::vector<Arg> nan_to_num_args(const at::Tensor& self, std::optional<double> n
 at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan,
                       std::optional<double> posinf, std::optional<double> neginf) {
   c10::ScalarType type = self.scalar_type();
-  return run_functional("aten::nan_to_num", nan_to_num_args(self, nan, posinf, neginf), type,
-                        type, nan_to_num_math(type));
+  return run_functional("aten::nan_to_num", nan_to_num_args(self, nan, posinf, neginf), type, type,
+                        nan_to_num_math(type));
 }
 at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan,
                            std::optional<double> posinf, std::optional<double> neginf,

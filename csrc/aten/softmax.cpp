@@ -31,8 +31,7 @@ c10::ScalarType forward_type(const char* name, const at::Tensor& self, bool half
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()), "\"", name,
                               "\" not implemented for '", c10::toString(self.scalar_type()), "'");
   if (half_to_float) {
-    TORCH_CHECK(self.scalar_type() == c10::kHalf,
-                "conversion is supported for Half type only");
+    TORCH_CHECK(self.scalar_type() == c10::kHalf, "conversion is supported for Half type only");
     return c10::kFloat;
   }
   return self.scalar_type();
@@ -50,14 +49,13 @@ void lower_forward(const char* name, const at::Tensor& self, int64_t dim, bool l
   Program p(name);
   auto& b = p.b();
   Value x = b.reshape(p.read(self, compute), working_shape(self));
-  Value shifted =
-      b.binary("subtract", x,
-               reduce_keep(b, x, -std::numeric_limits<double>::infinity(),
-                           hlo::Reduction::Max, dim));
+  Value shifted = b.binary(
+      "subtract", x,
+      reduce_keep(b, x, -std::numeric_limits<double>::infinity(), hlo::Reduction::Max, dim));
   Value e = b.unary("exponential", shifted);
   Value total = reduce_keep(b, e, 0, hlo::Reduction::Add, dim);
-  Value result = log ? b.binary("subtract", shifted, b.unary("log", total))
-                     : b.binary("divide", e, total);
+  Value result =
+      log ? b.binary("subtract", shifted, b.unary("log", total)) : b.binary("divide", e, total);
   p.write(out, b.reshape(result, self.sizes().vec()));
   p.run();
 }
@@ -81,11 +79,13 @@ at::Tensor& forward_out(const char* name, const at::Tensor& self, int64_t dim, b
 }
 
 // softmax: grad_input = y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g).
-void lower_backward(const char* name, const at::Tensor& grad, const at::Tensor& output,
-                    int64_t dim, bool log, const at::Tensor& grad_input) {
+void lower_backward(const char* name, const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                    bool log, const at::Tensor& grad_input) {
   dim = at::maybe_wrap_dim(dim, grad.dim());
-  TORCH_CHECK(grad.sizes() == output.sizes(), name, ": grad_output and output must have the "
-              "same shape, got ", grad.sizes(), " and ", output.sizes());
+  TORCH_CHECK(grad.sizes() == output.sizes(), name,
+              ": grad_output and output must have the "
+              "same shape, got ",
+              grad.sizes(), " and ", output.sizes());
   const c10::ScalarType compute = opmath_type(grad.scalar_type());
   Program p(name);
   auto& b = p.b();
@@ -110,7 +110,7 @@ c10::ScalarType backward_type(const char* name, const at::Tensor& grad,
                               "\" not implemented for '", c10::toString(grad.scalar_type()), "'");
   // half_to_float forward: the gradient arrives in float and goes back in half.
   return grad.scalar_type() == c10::kFloat && input_dtype == c10::kHalf ? c10::kHalf
-                                                                         : grad.scalar_type();
+                                                                        : grad.scalar_type();
 }
 
 }  // namespace
