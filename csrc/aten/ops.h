@@ -243,12 +243,180 @@ at::Tensor upsample_bilinear2d_backward(const at::Tensor& grad_output, c10::IntA
 void register_foreach_kernels();
 
 // ======== neural-network ops: activation.cpp, norm.cpp, softmax.cpp, loss.cpp, pointwise.cpp
-// ======== loss.cpp
+// ========
+// activation.cpp
+at::Tensor gelu(const at::Tensor& self, c10::string_view approximate);
+at::Tensor& gelu_(at::Tensor& self, c10::string_view approximate);
+at::Tensor& gelu_out(const at::Tensor& self, c10::string_view approximate, at::Tensor& out);
+at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self,
+                         c10::string_view approximate);
+at::Tensor silu(const at::Tensor& self);
+at::Tensor& silu_(at::Tensor& self);
+at::Tensor& silu_out(const at::Tensor& self, at::Tensor& out);
+at::Tensor silu_backward(const at::Tensor& grad, const at::Tensor& self);
+at::Tensor softplus(const at::Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold);
+at::Tensor& softplus_out(const at::Tensor& self, const c10::Scalar& beta,
+                         const c10::Scalar& threshold, at::Tensor& out);
+at::Tensor softplus_backward(const at::Tensor& grad, const at::Tensor& self,
+                             const c10::Scalar& beta, const c10::Scalar& threshold);
+at::Tensor leaky_relu(const at::Tensor& self, const c10::Scalar& slope);
+at::Tensor& leaky_relu_(at::Tensor& self, const c10::Scalar& slope);
+at::Tensor& leaky_relu_out(const at::Tensor& self, const c10::Scalar& slope, at::Tensor& out);
+at::Tensor leaky_relu_backward(const at::Tensor& grad, const at::Tensor& self,
+                               const c10::Scalar& slope, bool self_is_result);
+at::Tensor elu(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+               const c10::Scalar& input_scale);
+at::Tensor& elu_(at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                 const c10::Scalar& input_scale);
+at::Tensor& elu_out(const at::Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                    const c10::Scalar& input_scale, at::Tensor& out);
+at::Tensor elu_backward(const at::Tensor& grad, const c10::Scalar& alpha, const c10::Scalar& scale,
+                        const c10::Scalar& input_scale, bool is_result,
+                        const at::Tensor& self_or_result);
+at::Tensor hardtanh(const at::Tensor& self, const c10::Scalar& min, const c10::Scalar& max);
+at::Tensor& hardtanh_(at::Tensor& self, const c10::Scalar& min, const c10::Scalar& max);
+at::Tensor& hardtanh_out(const at::Tensor& self, const c10::Scalar& min, const c10::Scalar& max,
+                         at::Tensor& out);
+at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& self, const c10::Scalar& min,
+                             const c10::Scalar& max);
+at::Tensor hardswish(const at::Tensor& self);
+at::Tensor& hardswish_(at::Tensor& self);
+at::Tensor& hardswish_out(const at::Tensor& self, at::Tensor& out);
+at::Tensor hardswish_backward(const at::Tensor& grad, const at::Tensor& self);
+at::Tensor hardsigmoid(const at::Tensor& self);
+at::Tensor& hardsigmoid_(at::Tensor& self);
+at::Tensor& hardsigmoid_out(const at::Tensor& self, at::Tensor& out);
+at::Tensor hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& self);
+at::Tensor sigmoid_backward(const at::Tensor& grad, const at::Tensor& output);
+at::Tensor tanh_backward(const at::Tensor& grad, const at::Tensor& output);
+
+// softmax.cpp
+at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
+at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out);
+at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
+at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
+                            at::Tensor& out);
+at::Tensor softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                            c10::ScalarType input_dtype);
+at::Tensor& softmax_backward_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                 c10::ScalarType input_dtype, at::Tensor& grad_input);
+at::Tensor log_softmax_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                c10::ScalarType input_dtype);
+at::Tensor& log_softmax_backward_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                                     c10::ScalarType input_dtype, at::Tensor& grad_input);
+
+// norm.cpp
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(
+    const at::Tensor& input, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, c10::IntArrayRef normalized_shape,
+    const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, std::array<bool, 3> mask);
+std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input,
+                                                  c10::IntArrayRef normalized_shape,
+                                                  const std::optional<at::Tensor>& weight,
+                                                  std::optional<double> eps);
+std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, c10::IntArrayRef normalized_shape,
+    const at::Tensor& rstd, const std::optional<at::Tensor>& weight, std::array<bool, 2> mask);
+
+// pointwise.cpp
+at::Tensor where_self(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other);
+at::Tensor& where_self_out(const at::Tensor& condition, const at::Tensor& self,
+                           const at::Tensor& other, at::Tensor& out);
+at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const c10::Scalar& value);
+at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value);
+at::Tensor masked_fill_scalar(const at::Tensor& self, const at::Tensor& mask,
+                              const c10::Scalar& value);
+at::Tensor masked_fill_tensor(const at::Tensor& self, const at::Tensor& mask,
+                              const at::Tensor& value);
+at::Tensor clamp(const at::Tensor& self, const std::optional<c10::Scalar>& min,
+                 const std::optional<c10::Scalar>& max);
+at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& min,
+                      const std::optional<c10::Scalar>& max, at::Tensor& out);
+at::Tensor& clamp_(at::Tensor& self, const std::optional<c10::Scalar>& min,
+                   const std::optional<c10::Scalar>& max);
+at::Tensor clamp_tensor(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                        const std::optional<at::Tensor>& max);
+at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Tensor>& min,
+                             const std::optional<at::Tensor>& max, at::Tensor& out);
+at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min,
+                          const std::optional<at::Tensor>& max);
+#define TPU_DECLARE_CLAMP_SIDE(fn, ArgType)                                     \
+  at::Tensor fn(const at::Tensor& self, ArgType bound);                         \
+  at::Tensor& fn##_out(const at::Tensor& self, ArgType bound, at::Tensor& out); \
+  at::Tensor& fn##_(at::Tensor& self, ArgType bound);
+TPU_DECLARE_CLAMP_SIDE(clamp_min, const c10::Scalar&)
+TPU_DECLARE_CLAMP_SIDE(clamp_max, const c10::Scalar&)
+TPU_DECLARE_CLAMP_SIDE(clamp_min_tensor, const at::Tensor&)
+TPU_DECLARE_CLAMP_SIDE(clamp_max_tensor, const at::Tensor&)
+#undef TPU_DECLARE_CLAMP_SIDE
+at::Tensor lerp_scalar(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight);
+at::Tensor& lerp_scalar_out(const at::Tensor& self, const at::Tensor& end,
+                            const c10::Scalar& weight, at::Tensor& out);
+at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight);
+at::Tensor lerp_tensor(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight);
+at::Tensor& lerp_tensor_out(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight,
+                            at::Tensor& out);
+at::Tensor& lerp_tensor_(at::Tensor& self, const at::Tensor& end, const at::Tensor& weight);
+#define TPU_DECLARE_ADDC(fn)                                                               \
+  at::Tensor fn(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,        \
+                const c10::Scalar& value);                                                 \
+  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, \
+                       const c10::Scalar& value, at::Tensor& out);                         \
+  at::Tensor& fn##_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,          \
+                    const c10::Scalar& value);
+TPU_DECLARE_ADDC(addcmul)
+TPU_DECLARE_ADDC(addcdiv)
+#undef TPU_DECLARE_ADDC
+at::Tensor isnan(const at::Tensor& self);
+at::Tensor nan_to_num(const at::Tensor& self, std::optional<double> nan,
+                      std::optional<double> posinf, std::optional<double> neginf);
+at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan,
+                           std::optional<double> posinf, std::optional<double> neginf,
+                           at::Tensor& out);
+at::Tensor& nan_to_num_(at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                        std::optional<double> neginf);
+
+// loss.cpp
 at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction);
 at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
                          at::Tensor& out);
 at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
                              const at::Tensor& target, int64_t reduction);
+
+// nll_loss.cpp
+std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self,
+                                                    const at::Tensor& target,
+                                                    const std::optional<at::Tensor>& weight,
+                                                    int64_t reduction, int64_t ignore_index);
+std::tuple<at::Tensor&, at::Tensor&> nll_loss_forward_out(
+    const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+    int64_t reduction, int64_t ignore_index, at::Tensor& output, at::Tensor& total_weight);
+at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                             const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                             int64_t reduction, int64_t ignore_index,
+                             const at::Tensor& total_weight);
+std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self,
+                                                      const at::Tensor& target,
+                                                      const std::optional<at::Tensor>& weight,
+                                                      int64_t reduction, int64_t ignore_index);
+at::Tensor nll_loss2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                               const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                               int64_t reduction, int64_t ignore_index,
+                               const at::Tensor& total_weight);
+
+// batch_norm.cpp
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+    const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_invstd,
+    bool train, double eps, std::array<bool, 3> mask);
 
 // ======== end of neural-network ops ========
 

@@ -209,10 +209,115 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_bilinear2d_backward", TORCH_FN(upsample_bilinear2d_backward));
 
   // ======== neural-network ops: activation.cpp, norm.cpp, softmax.cpp, loss.cpp, pointwise.cpp
-  // ======== loss.cpp
+  // ========
+  // activation.cpp
+  m.impl("gelu", TORCH_FN(gelu));
+  m.impl("gelu_", TORCH_FN(gelu_));
+  m.impl("gelu.out", TORCH_FN(gelu_out));
+  m.impl("gelu_backward", TORCH_FN(gelu_backward));
+  m.impl("silu", TORCH_FN(silu));
+  m.impl("silu_", TORCH_FN(silu_));
+  m.impl("silu.out", TORCH_FN(silu_out));
+  m.impl("silu_backward", TORCH_FN(silu_backward));
+  m.impl("softplus", TORCH_FN(softplus));
+  m.impl("softplus.out", TORCH_FN(softplus_out));
+  m.impl("softplus_backward", TORCH_FN(softplus_backward));
+  m.impl("leaky_relu", TORCH_FN(leaky_relu));
+  m.impl("leaky_relu_", TORCH_FN(leaky_relu_));
+  m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out));
+  m.impl("leaky_relu_backward", TORCH_FN(leaky_relu_backward));
+  m.impl("elu", TORCH_FN(elu));
+  m.impl("elu_", TORCH_FN(elu_));
+  m.impl("elu.out", TORCH_FN(elu_out));
+  m.impl("elu_backward", TORCH_FN(elu_backward));
+  m.impl("hardtanh", TORCH_FN(hardtanh));
+  m.impl("hardtanh_", TORCH_FN(hardtanh_));
+  m.impl("hardtanh.out", TORCH_FN(hardtanh_out));
+  m.impl("hardtanh_backward", TORCH_FN(hardtanh_backward));
+  m.impl("hardswish", TORCH_FN(hardswish));
+  m.impl("hardswish_", TORCH_FN(hardswish_));
+  m.impl("hardswish.out", TORCH_FN(hardswish_out));
+  m.impl("hardswish_backward", TORCH_FN(hardswish_backward));
+  m.impl("hardsigmoid", TORCH_FN(hardsigmoid));
+  m.impl("hardsigmoid_", TORCH_FN(hardsigmoid_));
+  m.impl("hardsigmoid.out", TORCH_FN(hardsigmoid_out));
+  m.impl("hardsigmoid_backward", TORCH_FN(hardsigmoid_backward));
+  m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward));
+  m.impl("tanh_backward", TORCH_FN(tanh_backward));
+
+  // softmax.cpp
+  m.impl("_softmax", TORCH_FN(softmax));
+  m.impl("_softmax.out", TORCH_FN(softmax_out));
+  m.impl("_log_softmax", TORCH_FN(log_softmax));
+  m.impl("_log_softmax.out", TORCH_FN(log_softmax_out));
+  m.impl("_softmax_backward_data", TORCH_FN(softmax_backward));
+  m.impl("_softmax_backward_data.out", TORCH_FN(softmax_backward_out));
+  m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_backward));
+  m.impl("_log_softmax_backward_data.out", TORCH_FN(log_softmax_backward_out));
+
+  // norm.cpp
+  m.impl("native_layer_norm", TORCH_FN(native_layer_norm));
+  m.impl("native_layer_norm_backward", TORCH_FN(native_layer_norm_backward));
+  m.impl("_fused_rms_norm", TORCH_FN(fused_rms_norm));
+  m.impl("_fused_rms_norm_backward", TORCH_FN(fused_rms_norm_backward));
+
+  // pointwise.cpp
+  m.impl("where.self", TORCH_FN(where_self));
+  m.impl("where.self_out", TORCH_FN(where_self_out));
+  m.impl("masked_fill.Scalar", TORCH_FN(masked_fill_scalar));
+  m.impl("masked_fill.Tensor", TORCH_FN(masked_fill_tensor));
+  m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));
+  m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_));
+  m.impl("clamp", TORCH_FN(clamp));
+  m.impl("clamp.out", TORCH_FN(clamp_out));
+  m.impl("clamp_", TORCH_FN(clamp_));
+  m.impl("clamp.Tensor", TORCH_FN(clamp_tensor));
+  m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out));
+  m.impl("clamp_.Tensor", TORCH_FN(clamp_tensor_));
+  m.impl("clamp_min", TORCH_FN(clamp_min));
+  m.impl("clamp_min.out", TORCH_FN(clamp_min_out));
+  m.impl("clamp_min_", TORCH_FN(clamp_min_));
+  m.impl("clamp_min.Tensor", TORCH_FN(clamp_min_tensor));
+  m.impl("clamp_min.Tensor_out", TORCH_FN(clamp_min_tensor_out));
+  m.impl("clamp_min_.Tensor", TORCH_FN(clamp_min_tensor_));
+  m.impl("clamp_max", TORCH_FN(clamp_max));
+  m.impl("clamp_max.out", TORCH_FN(clamp_max_out));
+  m.impl("clamp_max_", TORCH_FN(clamp_max_));
+  m.impl("clamp_max.Tensor", TORCH_FN(clamp_max_tensor));
+  m.impl("clamp_max.Tensor_out", TORCH_FN(clamp_max_tensor_out));
+  m.impl("clamp_max_.Tensor", TORCH_FN(clamp_max_tensor_));
+  m.impl("lerp.Scalar", TORCH_FN(lerp_scalar));
+  m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_out));
+  m.impl("lerp_.Scalar", TORCH_FN(lerp_scalar_));
+  m.impl("lerp.Tensor", TORCH_FN(lerp_tensor));
+  m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
+  m.impl("lerp_.Tensor", TORCH_FN(lerp_tensor_));
+  m.impl("addcmul", TORCH_FN(addcmul));
+  m.impl("addcmul.out", TORCH_FN(addcmul_out));
+  m.impl("addcmul_", TORCH_FN(addcmul_));
+  m.impl("addcdiv", TORCH_FN(addcdiv));
+  m.impl("addcdiv.out", TORCH_FN(addcdiv_out));
+  m.impl("addcdiv_", TORCH_FN(addcdiv_));
+  m.impl("isnan", TORCH_FN(isnan));
+  m.impl("nan_to_num", TORCH_FN(nan_to_num));
+  m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out));
+  m.impl("nan_to_num_", TORCH_FN(nan_to_num_));
+
+  // loss.cpp
   m.impl("mse_loss", TORCH_FN(mse_loss));
   m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
   m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
+
+  // nll_loss.cpp
+  m.impl("nll_loss_forward", TORCH_FN(nll_loss_forward));
+  m.impl("nll_loss_forward.output", TORCH_FN(nll_loss_forward_out));
+  m.impl("nll_loss_backward", TORCH_FN(nll_loss_backward));
+  m.impl("nll_loss2d_forward", TORCH_FN(nll_loss2d_forward));
+  m.impl("nll_loss2d_backward", TORCH_FN(nll_loss2d_backward));
+
+  // batch_norm.cpp
+  m.impl("native_batch_norm", TORCH_FN(native_batch_norm));
+  m.impl("native_batch_norm_backward", TORCH_FN(native_batch_norm_backward));
 
   // ======== end of neural-network ops ========
 
