@@ -423,6 +423,67 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
 // The two sections below and above are kept apart so that work on each merges cleanly.
 
 // ======== indexing and shape: index.cpp, shape.cpp ========
+// index.cpp
+at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                             at::Tensor& out);
+at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index);
+at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                       bool sparse_grad, at::Tensor& out);
+at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad);
+at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const at::Tensor& src, at::Tensor& out);
+at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                              const c10::Scalar& value, at::Tensor& out);
+at::Tensor& scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                               const at::Tensor& src, c10::string_view reduce, at::Tensor& out);
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                     const c10::Scalar& value, c10::string_view reduce,
+                                     at::Tensor& out);
+at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const at::Tensor& src, at::Tensor& out);
+at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& src, c10::string_view reduce,
+                                   bool include_self, at::Tensor& out);
+at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                          const at::Tensor& source, const c10::Scalar& alpha, at::Tensor& out);
+at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices,
+                                    int64_t num_weights, int64_t padding_idx,
+                                    bool scale_grad_by_freq);
+
+// index_advanced.cpp
+at::Tensor& index_out(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
+                      at::Tensor& out);
+at::Tensor index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices);
+at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
+                            const at::Tensor& values, bool accumulate, bool unsafe);
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out);
+at::Tensor nonzero(const at::Tensor& self);
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out);
+
+// shape.cpp
+at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out);
+at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim);
+at::Tensor flip(const at::Tensor& self, c10::IntArrayRef dims);
+at::Tensor roll(const at::Tensor& self, c10::IntArrayRef shifts, c10::IntArrayRef dims);
+at::Tensor& tril_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out);
+at::Tensor& triu_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out);
+at::Tensor tril(const at::Tensor& self, int64_t diagonal);
+at::Tensor triu(const at::Tensor& self, int64_t diagonal);
+at::Tensor& tril_(at::Tensor& self, int64_t diagonal);
+at::Tensor& triu_(at::Tensor& self, int64_t diagonal);
+at::Tensor constant_pad_nd(const at::Tensor& self, c10::IntArrayRef pad, const c10::Scalar& value);
+#define TPU_DECLARE_PAD(name)                                                                    \
+  at::Tensor& name##_out(const at::Tensor& self, c10::IntArrayRef pad, at::Tensor& out);        \
+  at::Tensor name(const at::Tensor& self, c10::IntArrayRef pad);                                 \
+  at::Tensor& name##_backward_out(const at::Tensor& grad, const at::Tensor& self,                \
+                                  c10::IntArrayRef pad, at::Tensor& grad_input);                 \
+  at::Tensor name##_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef pad);
+TPU_DECLARE_PAD(reflection_pad1d)
+TPU_DECLARE_PAD(reflection_pad2d)
+TPU_DECLARE_PAD(replication_pad1d)
+TPU_DECLARE_PAD(replication_pad2d)
+#undef TPU_DECLARE_PAD
 
 // ======== end of indexing and shape ========
 

@@ -324,6 +324,117 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // The two sections below and above are kept apart so that work on each merges cleanly.
 
   // ======== indexing and shape: index.cpp, shape.cpp ========
+  // index.cpp
+  m.impl("index_select", TORCH_FN(index_select));
+  m.impl("index_select.out", TORCH_FN(index_select_out));
+  m.impl("gather", TORCH_FN(gather));
+  m.impl("gather.out", TORCH_FN(gather_out));
+  m.impl("scatter.src_out", TORCH_FN(scatter_src_out));
+  m.impl("scatter.src", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Tensor& src) {
+    at::Tensor out = self.new_empty({0});
+    return scatter_src_out(self, dim, index, src, out);
+  });
+  m.impl("scatter_.src", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const at::Tensor& src) -> at::Tensor& {
+    return scatter_src_out(self, dim, index, src, self);
+  });
+  m.impl("scatter.value_out", TORCH_FN(scatter_value_out));
+  m.impl("scatter.value", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                             const c10::Scalar& value) {
+    at::Tensor out = self.new_empty({0});
+    return scatter_value_out(self, dim, index, value, out);
+  });
+  m.impl("scatter_.value", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
+                              const c10::Scalar& value) -> at::Tensor& {
+    return scatter_value_out(self, dim, index, value, self);
+  });
+  m.impl("scatter.reduce_out", TORCH_FN(scatter_reduce_out));
+  m.impl("scatter.reduce", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                              const at::Tensor& src, c10::string_view reduce) {
+    at::Tensor out = self.new_empty({0});
+    return scatter_reduce_out(self, dim, index, src, reduce, out);
+  });
+  m.impl("scatter_.reduce", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
+                               const at::Tensor& src, c10::string_view reduce) -> at::Tensor& {
+    return scatter_reduce_out(self, dim, index, src, reduce, self);
+  });
+  m.impl("scatter.value_reduce_out", TORCH_FN(scatter_value_reduce_out));
+  m.impl("scatter.value_reduce", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                    const c10::Scalar& value, c10::string_view reduce) {
+    at::Tensor out = self.new_empty({0});
+    return scatter_value_reduce_out(self, dim, index, value, reduce, out);
+  });
+  m.impl("scatter_.value_reduce",
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index, const c10::Scalar& value,
+            c10::string_view reduce) -> at::Tensor& {
+           return scatter_value_reduce_out(self, dim, index, value, reduce, self);
+         });
+  m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
+  m.impl("scatter_add", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Tensor& src) {
+    at::Tensor out = self.new_empty({0});
+    return scatter_add_out(self, dim, index, src, out);
+  });
+  m.impl("scatter_add_", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const at::Tensor& src) -> at::Tensor& {
+    return scatter_add_out(self, dim, index, src, self);
+  });
+  m.impl("scatter_reduce.two_out", TORCH_FN(scatter_reduce_two_out));
+  m.impl("scatter_reduce.two", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                  const at::Tensor& src, c10::string_view reduce,
+                                  bool include_self) {
+    at::Tensor out = self.new_empty({0});
+    return scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out);
+  });
+  m.impl("scatter_reduce_.two",
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+            c10::string_view reduce, bool include_self) -> at::Tensor& {
+           return scatter_reduce_two_out(self, dim, index, src, reduce, include_self, self);
+         });
+  m.impl("index_add.out", TORCH_FN(index_add_out));
+  m.impl("index_add", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                         const at::Tensor& source, const c10::Scalar& alpha) {
+    at::Tensor out = self.new_empty({0});
+    return index_add_out(self, dim, index, source, alpha, out);
+  });
+  m.impl("index_add_", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
+                          const at::Tensor& source, const c10::Scalar& alpha) -> at::Tensor& {
+    return index_add_out(self, dim, index, source, alpha, self);
+  });
+  m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+
+  // index_advanced.cpp
+  m.impl("index.Tensor", TORCH_FN(index));
+  m.impl("index.Tensor_out", TORCH_FN(index_out));
+  m.impl("_index_put_impl_", TORCH_FN(index_put_impl_));
+  m.impl("masked_select", TORCH_FN(masked_select));
+  m.impl("masked_select.out", TORCH_FN(masked_select_out));
+  m.impl("nonzero", TORCH_FN(nonzero));
+  m.impl("nonzero.out", TORCH_FN(nonzero_out));
+
+  // shape.cpp
+  m.impl("cat", TORCH_FN(cat));
+  m.impl("cat.out", TORCH_FN(cat_out));
+  m.impl("flip", TORCH_FN(flip));
+  m.impl("roll", TORCH_FN(roll));
+  m.impl("tril", TORCH_FN(tril));
+  m.impl("tril.out", TORCH_FN(tril_out));
+  m.impl("tril_", TORCH_FN(tril_));
+  m.impl("triu", TORCH_FN(triu));
+  m.impl("triu.out", TORCH_FN(triu_out));
+  m.impl("triu_", TORCH_FN(triu_));
+  m.impl("constant_pad_nd", TORCH_FN(constant_pad_nd));
+#define TPU_REGISTER_PAD(name)                                        \
+  m.impl(#name, TORCH_FN(name));                                      \
+  m.impl(#name ".out", TORCH_FN(name##_out));                         \
+  m.impl(#name "_backward", TORCH_FN(name##_backward));               \
+  m.impl(#name "_backward.grad_input", TORCH_FN(name##_backward_out));
+  TPU_REGISTER_PAD(reflection_pad1d)
+  TPU_REGISTER_PAD(reflection_pad2d)
+  TPU_REGISTER_PAD(replication_pad1d)
+  TPU_REGISTER_PAD(replication_pad2d)
+#undef TPU_REGISTER_PAD
 
   // ======== end of indexing and shape ========
 }
