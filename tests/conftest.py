@@ -14,7 +14,7 @@ _opinfo_passed: set[tuple[str, str, str]] = set()
 
 
 def pytest_runtest_logreport(report):
-    if report.when == "call" and report.passed and "test_opinfo[" in report.nodeid:
+    if report.when == "call" and report.passed and "test_opinfo.py::test_opinfo[" in report.nodeid:
         name, dtype, mode = report.nodeid.split("[", 1)[1].rstrip("]").rsplit("-", 2)
         _opinfo_passed.add((name, dtype, mode))
 

@@ -172,8 +172,10 @@ Value scatter_points(Builder& b, const Value& x, const Value& index, int64_t dim
 Value at_least_1d(Builder& b, const Value& v) { return v.rank() == 0 ? b.reshape(v, {1}) : v; }
 
 void check_index_dtype(const at::Tensor& index, const char* op) {
-  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, op,
-              "(): Expected dtype int32/int64 for index");
+  // As on the CPU, an empty index may have any dtype.
+  TORCH_CHECK(
+      index.numel() == 0 || index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, op,
+      "(): Expected dtype int32/int64 for index");
 }
 
 enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin, None };

@@ -85,15 +85,15 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
                               const c10::Scalar& threshold);
 
 // unary.cpp: (aten name, lowering in namespace unary, computes in float for integer inputs)
-#define TPU_UNARY_OPS(_)                                                                     \
-  _(abs, false)                                                                              \
-  _(neg, false)                                                                              \
-  _(ceil, false)                                                                             \
-  _(floor, false) _(round, false) _(trunc, false) _(sign, false) _(exp, true) _(expm1, true) \
-      _(log, true) _(log1p, true) _(log2, true) _(log10, true) _(sqrt, true) _(rsqrt, true)  \
-          _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true) _(tanh, true)           \
-              _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) _(sinh, true)       \
-                  _(cosh, true)
+#define TPU_UNARY_OPS(_)                                                                           \
+  _(abs, false)                                                                                    \
+  _(neg, false)                                                                                    \
+  _(ceil, false)                                                                                   \
+  _(floor, false)                                                                                  \
+  _(round, false) _(trunc, false) _(sign, false) _(exp, true) _(expm1, true) _(log, true)          \
+      _(log1p, true) _(log2, true) _(log10, true) _(sqrt, true) _(rsqrt, true) _(reciprocal, true) \
+          _(sin, true) _(cos, true) _(tan, true) _(tanh, true) _(sigmoid, true) _(atan, true)      \
+              _(asin, true) _(acos, true) _(sinh, true) _(cosh, true)
 
 using UnaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&);
 namespace unary {
@@ -117,15 +117,15 @@ at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
 // to float; Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
 // in-place), T = Tensor only (name, name.out, name_).
 enum class BinaryKind { Common, Numeric, Compare, Logical, Float, Integral };
-#define TPU_BINARY_OPS(_)                                                                \
-  _(eq, Compare, TS)                                                                     \
-  _(ne, Compare, TS)                                                                     \
-  _(lt, Compare, TS)                                                                     \
-  _(le, Compare, TS) _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS)          \
-      _(remainder, Numeric, TS) _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS) \
-          _(bitwise_xor, Integral, TS) _(maximum, Common, T) _(minimum, Common, T)       \
-              _(atan2, Float, T) _(logical_and, Logical, T) _(logical_or, Logical, T)    \
-                  _(logical_xor, Logical, T)
+#define TPU_BINARY_OPS(_)                                                                   \
+  _(eq, Compare, TS)                                                                        \
+  _(ne, Compare, TS)                                                                        \
+  _(lt, Compare, TS)                                                                        \
+  _(le, Compare, TS)                                                                        \
+  _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS) _(remainder, Numeric, TS)      \
+      _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS) \
+          _(maximum, Common, T) _(minimum, Common, T) _(atan2, Float, T)                    \
+              _(logical_and, Logical, T) _(logical_or, Logical, T) _(logical_xor, Logical, T)
 
 using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);
 namespace binary {
@@ -204,19 +204,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask);
 
 // pool.cpp
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self,
-                                                           c10::IntArrayRef kernel_size,
-                                                           c10::IntArrayRef stride,
-                                                           c10::IntArrayRef padding,
-                                                           c10::IntArrayRef dilation,
-                                                           bool ceil_mode);
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
+    const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode);
 at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                             c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
                                             c10::IntArrayRef padding, c10::IntArrayRef dilation,
                                             bool ceil_mode, const at::Tensor& indices);
-at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size,
-                      c10::IntArrayRef stride, c10::IntArrayRef padding, bool ceil_mode,
-                      bool count_include_pad, std::optional<int64_t> divisor_override);
+at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
+                      c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                      std::optional<int64_t> divisor_override);
 at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
                                c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
@@ -473,11 +470,11 @@ at::Tensor triu(const at::Tensor& self, int64_t diagonal);
 at::Tensor& tril_(at::Tensor& self, int64_t diagonal);
 at::Tensor& triu_(at::Tensor& self, int64_t diagonal);
 at::Tensor constant_pad_nd(const at::Tensor& self, c10::IntArrayRef pad, const c10::Scalar& value);
-#define TPU_DECLARE_PAD(name)                                                                    \
-  at::Tensor& name##_out(const at::Tensor& self, c10::IntArrayRef pad, at::Tensor& out);        \
-  at::Tensor name(const at::Tensor& self, c10::IntArrayRef pad);                                 \
-  at::Tensor& name##_backward_out(const at::Tensor& grad, const at::Tensor& self,                \
-                                  c10::IntArrayRef pad, at::Tensor& grad_input);                 \
+#define TPU_DECLARE_PAD(name)                                                            \
+  at::Tensor& name##_out(const at::Tensor& self, c10::IntArrayRef pad, at::Tensor& out); \
+  at::Tensor name(const at::Tensor& self, c10::IntArrayRef pad);                         \
+  at::Tensor& name##_backward_out(const at::Tensor& grad, const at::Tensor& self,        \
+                                  c10::IntArrayRef pad, at::Tensor& grad_input);         \
   at::Tensor name##_backward(const at::Tensor& grad, const at::Tensor& self, c10::IntArrayRef pad);
 TPU_DECLARE_PAD(reflection_pad1d)
 TPU_DECLARE_PAD(reflection_pad2d)

@@ -330,35 +330,34 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gather", TORCH_FN(gather));
   m.impl("gather.out", TORCH_FN(gather_out));
   m.impl("scatter.src_out", TORCH_FN(scatter_src_out));
-  m.impl("scatter.src", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                           const at::Tensor& src) {
-    at::Tensor out = self.new_empty({0});
-    return scatter_src_out(self, dim, index, src, out);
-  });
-  m.impl("scatter_.src", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
-                            const at::Tensor& src) -> at::Tensor& {
-    return scatter_src_out(self, dim, index, src, self);
-  });
+  m.impl("scatter.src",
+         [](const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+           at::Tensor out = self.new_empty({0});
+           return scatter_src_out(self, dim, index, src, out);
+         });
+  m.impl("scatter_.src",
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src)
+             -> at::Tensor& { return scatter_src_out(self, dim, index, src, self); });
   m.impl("scatter.value_out", TORCH_FN(scatter_value_out));
   m.impl("scatter.value", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
                              const c10::Scalar& value) {
     at::Tensor out = self.new_empty({0});
     return scatter_value_out(self, dim, index, value, out);
   });
-  m.impl("scatter_.value", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
-                              const c10::Scalar& value) -> at::Tensor& {
-    return scatter_value_out(self, dim, index, value, self);
-  });
+  m.impl("scatter_.value",
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index, const c10::Scalar& value)
+             -> at::Tensor& { return scatter_value_out(self, dim, index, value, self); });
   m.impl("scatter.reduce_out", TORCH_FN(scatter_reduce_out));
   m.impl("scatter.reduce", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
                               const at::Tensor& src, c10::string_view reduce) {
     at::Tensor out = self.new_empty({0});
     return scatter_reduce_out(self, dim, index, src, reduce, out);
   });
-  m.impl("scatter_.reduce", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
-                               const at::Tensor& src, c10::string_view reduce) -> at::Tensor& {
-    return scatter_reduce_out(self, dim, index, src, reduce, self);
-  });
+  m.impl("scatter_.reduce",
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+            c10::string_view reduce) -> at::Tensor& {
+           return scatter_reduce_out(self, dim, index, src, reduce, self);
+         });
   m.impl("scatter.value_reduce_out", TORCH_FN(scatter_value_reduce_out));
   m.impl("scatter.value_reduce", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                     const c10::Scalar& value, c10::string_view reduce) {
@@ -371,22 +370,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return scatter_value_reduce_out(self, dim, index, value, reduce, self);
          });
   m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
-  m.impl("scatter_add", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                           const at::Tensor& src) {
-    at::Tensor out = self.new_empty({0});
-    return scatter_add_out(self, dim, index, src, out);
-  });
-  m.impl("scatter_add_", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
-                            const at::Tensor& src) -> at::Tensor& {
-    return scatter_add_out(self, dim, index, src, self);
-  });
+  m.impl("scatter_add",
+         [](const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+           at::Tensor out = self.new_empty({0});
+           return scatter_add_out(self, dim, index, src, out);
+         });
+  m.impl("scatter_add_",
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src)
+             -> at::Tensor& { return scatter_add_out(self, dim, index, src, self); });
   m.impl("scatter_reduce.two_out", TORCH_FN(scatter_reduce_two_out));
-  m.impl("scatter_reduce.two", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                                  const at::Tensor& src, c10::string_view reduce,
-                                  bool include_self) {
-    at::Tensor out = self.new_empty({0});
-    return scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out);
-  });
+  m.impl("scatter_reduce.two",
+         [](const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+            c10::string_view reduce, bool include_self) {
+           at::Tensor out = self.new_empty({0});
+           return scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out);
+         });
   m.impl("scatter_reduce_.two",
          [](at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
             c10::string_view reduce, bool include_self) -> at::Tensor& {
@@ -398,10 +396,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     at::Tensor out = self.new_empty({0});
     return index_add_out(self, dim, index, source, alpha, out);
   });
-  m.impl("index_add_", [](at::Tensor& self, int64_t dim, const at::Tensor& index,
-                          const at::Tensor& source, const c10::Scalar& alpha) -> at::Tensor& {
-    return index_add_out(self, dim, index, source, alpha, self);
-  });
+  m.impl("index_add_",
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+            const c10::Scalar& alpha) -> at::Tensor& {
+           return index_add_out(self, dim, index, source, alpha, self);
+         });
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
 
   // index_advanced.cpp
@@ -425,10 +424,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("triu.out", TORCH_FN(triu_out));
   m.impl("triu_", TORCH_FN(triu_));
   m.impl("constant_pad_nd", TORCH_FN(constant_pad_nd));
-#define TPU_REGISTER_PAD(name)                                        \
-  m.impl(#name, TORCH_FN(name));                                      \
-  m.impl(#name ".out", TORCH_FN(name##_out));                         \
-  m.impl(#name "_backward", TORCH_FN(name##_backward));               \
+#define TPU_REGISTER_PAD(name)                          \
+  m.impl(#name, TORCH_FN(name));                        \
+  m.impl(#name ".out", TORCH_FN(name##_out));           \
+  m.impl(#name "_backward", TORCH_FN(name##_backward)); \
   m.impl(#name "_backward.grad_input", TORCH_FN(name##_backward_out));
   TPU_REGISTER_PAD(reflection_pad1d)
   TPU_REGISTER_PAD(reflection_pad2d)
