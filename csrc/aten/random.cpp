@@ -164,4 +164,47 @@ at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> genera
   return bernoulli_tensor_(out, self, generator);
 }
 
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
+                                                  std::optional<bool> train) {
+  TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  at::Tensor output = at::empty(input.sizes(), input.options());
+  at::Tensor mask = at::empty(input.sizes(), input.options().dtype(c10::kBool));
+  bool training = !train.has_value() || *train;
+  Program program("aten::native_dropout");
+  Builder& b = program.b();
+  std::vector<int64_t> dims = input.sizes().vec();
+  c10::ScalarType math = opmath_type(input.scalar_type());
+  Value x = program.read(input, math);
+  if (!training || p == 0) {
+    program.write(output, x);
+    program.write(mask, splat(b, 1, ElementType::Pred, dims));
+  } else {
+    Value u = uniform01(program, dims, ElementType::F64, std::nullopt, input.device().index());
+    Value keep =
+        b.compare(hlo::Compare::GE, u, b.broadcast_to(program.scalar(p, c10::kDouble), dims));
+    // Kept values are scaled by 1 / (1 - p); p == 1 drops everything.
+    Value scale = b.broadcast_to(program.scalar(p == 1 ? 0.0 : 1.0 / (1.0 - p), math), dims);
+    Value zero = splat(b, 0, element_type(math), dims);
+    program.write(output, b.select(keep, b.binary("multiply", x, scale), zero));
+    program.write(mask, keep);
+  }
+  program.run();
+  return {output, mask};
+}
+
+at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask,
+                                   double scale) {
+  at::Tensor grad_input = at::empty(grad_output.sizes(), grad_output.options());
+  c10::ScalarType math = opmath_type(grad_output.scalar_type());
+  Program program("aten::native_dropout_backward");
+  Builder& b = program.b();
+  std::vector<int64_t> dims = grad_output.sizes().vec();
+  Value g = program.read(grad_output, math);
+  Value keep = b.broadcast_to(program.read(mask, c10::kBool), dims);
+  Value scaled = b.binary("multiply", g, b.broadcast_to(program.scalar(scale, math), dims));
+  program.write(grad_input, b.select(keep, scaled, splat(b, 0, element_type(math), dims)));
+  program.run();
+  return grad_input;
+}
+
 }  // namespace tpu::aten

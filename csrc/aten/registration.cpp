@@ -167,6 +167,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli_.float", TORCH_FN(bernoulli_float_));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_));
   m.impl("bernoulli", TORCH_FN(bernoulli));
+  m.impl("native_dropout", TORCH_FN(native_dropout));
+  m.impl("native_dropout_backward", TORCH_FN(native_dropout_backward));
+
+  // unary.cpp, bool-valued and integer-only
+  m.impl("isneginf", TORCH_FN(isneginf));
+  m.impl("isneginf.out", TORCH_FN(isneginf_out));
+  m.impl("isposinf", TORCH_FN(isposinf));
+  m.impl("isposinf.out", TORCH_FN(isposinf_out));
+  m.impl("logical_not", TORCH_FN(logical_not));
+  m.impl("logical_not_", TORCH_FN(logical_not_));
+  m.impl("logical_not.out", TORCH_FN(logical_not_out));
+  m.impl("bitwise_not", TORCH_FN(bitwise_not));
+  m.impl("bitwise_not_", TORCH_FN(bitwise_not_));
+  m.impl("bitwise_not.out", TORCH_FN(bitwise_not_out));
 
   // ======== reductions and sorting: reduce.cpp, sort.cpp ========
   // reduce.cpp

@@ -162,4 +162,101 @@ at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
   return out;
 }
 
+namespace {
+
+enum class Test { NegInf, PosInf, Not };
+
+// A bool-valued test of each element, written into `out` (any dtype, as PyTorch allows).
+void lower_test(const char* name, Test test, const at::Tensor& self, const at::Tensor& out) {
+  Program p(name);
+  Builder& b = p.b();
+  Value x = p.read(self);
+  Value result;
+  if (test == Test::Not) {
+    result = x.element() == hlo::ElementType::Pred ? b.unary("not", x)
+                                                   : b.compare(hlo::Compare::EQ, x, splat(b, 0, x));
+  } else if (!hlo::is_float(x.element())) {
+    result = b.broadcast_to(b.constant(0, hlo::ElementType::Pred), x.dims());
+  } else {
+    double infinity = test == Test::PosInf ? INFINITY : -INFINITY;
+    result = b.compare(hlo::Compare::EQ, x, splat(b, infinity, x));
+  }
+  p.write(out, result);
+  p.run();
+}
+
+at::Tensor bool_result(const at::Tensor& self) {
+  return at::empty(self.sizes(), self.options().dtype(c10::kBool));
+}
+
+at::Tensor& bool_out(const at::Tensor& self, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  return out;
+}
+
+void check_integral(const at::Tensor& self) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isIntegralType(self.scalar_type(), /*includeBool=*/true),
+                              "\"bitwise_not_cpu\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+}
+
+void lower_bitwise_not(const at::Tensor& self, const at::Tensor& out) {
+  Program p("aten::bitwise_not");
+  p.write(out, p.b().unary("not", p.read(self)));
+  p.run();
+}
+
+}  // namespace
+
+at::Tensor isneginf(const at::Tensor& self) {
+  at::Tensor out = bool_result(self);
+  lower_test("aten::isneginf", Test::NegInf, self, out);
+  return out;
+}
+at::Tensor& isneginf_out(const at::Tensor& self, at::Tensor& out) {
+  lower_test("aten::isneginf.out", Test::NegInf, self, bool_out(self, out));
+  return out;
+}
+at::Tensor isposinf(const at::Tensor& self) {
+  at::Tensor out = bool_result(self);
+  lower_test("aten::isposinf", Test::PosInf, self, out);
+  return out;
+}
+at::Tensor& isposinf_out(const at::Tensor& self, at::Tensor& out) {
+  lower_test("aten::isposinf.out", Test::PosInf, self, bool_out(self, out));
+  return out;
+}
+at::Tensor logical_not(const at::Tensor& self) {
+  at::Tensor out = bool_result(self);
+  lower_test("aten::logical_not", Test::Not, self, out);
+  return out;
+}
+at::Tensor& logical_not_(at::Tensor& self) {
+  at::assert_no_internal_overlap(self);
+  lower_test("aten::logical_not_", Test::Not, self, self);
+  return self;
+}
+at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
+  lower_test("aten::logical_not.out", Test::Not, self, bool_out(self, out));
+  return out;
+}
+at::Tensor bitwise_not(const at::Tensor& self) {
+  check_integral(self);
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  lower_bitwise_not(self, out);
+  return out;
+}
+at::Tensor& bitwise_not_(at::Tensor& self) {
+  check_integral(self);
+  at::assert_no_internal_overlap(self);
+  lower_bitwise_not(self, self);
+  return self;
+}
+at::Tensor& bitwise_not_out(const at::Tensor& self, at::Tensor& out) {
+  check_integral(self);
+  at::native::resize_output(out, self.sizes());
+  lower_bitwise_not(self, out);
+  return out;
+}
+
 }  // namespace tpu::aten

@@ -1,0 +1,73 @@
+"""On-device dropout and the bool-valued unary ops, compared with the CPU where the
+values are deterministic, and checked statistically where they are random."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tpu
+
+
+@pytest.fixture(autouse=True)
+def no_fallback():
+    torch_tpu._C._set_fallback_mode("error")
+    yield
+    torch_tpu._C._set_fallback_mode("warn")
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.9, 1.0])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_keeps_the_right_fraction_and_scale(p, dtype):
+    torch.tpu.manual_seed(1)
+    x = torch.ones(20000, device="tpu", dtype=dtype, requires_grad=True)
+    y = F.dropout(x, p)
+    values = y.detach().float().cpu()
+    kept = values != 0
+    assert abs(kept.float().mean().item() - (1 - p)) < 0.02
+    if p < 1:
+        expected = torch.tensor(1 / (1 - p), dtype=dtype).float()
+        assert torch.equal(values[kept], expected.expand(int(kept.sum())))
+    y.sum().backward()
+    assert torch.equal(x.grad.float().cpu() != 0, kept)
+
+
+def test_dropout_is_reproducible_with_the_device_seed():
+    x = torch.ones(1000, device="tpu")
+    torch.tpu.manual_seed(7)
+    a = F.dropout(x, 0.5).cpu()
+    torch.tpu.manual_seed(7)
+    b = F.dropout(x, 0.5).cpu()
+    assert torch.equal(a, b)
+    assert not torch.equal(a, F.dropout(x, 0.5).cpu())
+
+
+def test_dropout_in_eval_is_identity():
+    x = torch.randn(100)
+    assert torch.equal(F.dropout(x.to("tpu"), 0.5, training=False).cpu(), x)
+
+
+@pytest.mark.parametrize("op", [torch.isneginf, torch.isposinf, torch.logical_not])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_bool_valued_unary_ops_match_cpu(op, dtype):
+    x = torch.tensor([1.0, -float("inf"), float("inf"), 0.0, float("nan"), -2.0])
+    if dtype in (torch.int64, torch.bool):
+        x = torch.tensor([1, 0, -3, 5]).to(dtype)
+    else:
+        x = x.to(dtype)
+    assert torch.equal(op(x.to("tpu")).cpu(), op(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.uint8, torch.bool])
+def test_bitwise_not_matches_cpu(dtype):
+    x = torch.tensor([0, 1, 5, 100]).to(dtype)
+    assert torch.equal(torch.bitwise_not(x.to("tpu")).cpu(), torch.bitwise_not(x))
+    y = x.to("tpu")
+    y.bitwise_not_()
+    assert torch.equal(y.cpu(), ~x)
+
+
+def test_bitwise_not_of_float_raises_like_cpu():
+    with pytest.raises(NotImplementedError):
+        torch.bitwise_not(torch.ones(2))
+    with pytest.raises(NotImplementedError):
+        torch.bitwise_not(torch.ones(2, device="tpu"))
