@@ -30,6 +30,7 @@ from torch_tpu import (  # noqa: E402
     metrics,  # noqa: E402,F401
 )
 from torch_tpu import device as _device_module  # noqa: E402
+from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode  # noqa: E402
 
 _printing.install()
 _autograd_threads.start(_C._device_count())
@@ -40,7 +41,15 @@ torch.utils.generate_methods_for_privateuse1_backend(
 )
 
 __version__ = "0.1.0"
-__all__ = ["coverage", "metrics", "platform", "plugin_info"]
+__all__ = [
+    "coverage",
+    "eager_mode",
+    "get_eager_mode",
+    "metrics",
+    "platform",
+    "plugin_info",
+    "set_eager_mode",
+]
 
 
 def platform() -> str:

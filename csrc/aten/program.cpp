@@ -8,6 +8,7 @@
 
 #include "aten/device.h"
 #include "aten/dtype.h"
+#include "aten/eager_mode.h"
 #include "aten/storage.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
@@ -59,6 +60,24 @@ std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarTyp
     default: TORCH_CHECK_TYPE(false, "the tpu device does not support dtype ", type);
   }
   return bytes;
+}
+
+// Whether `buffer` (holding `value`) has a NaN or an infinity: a tiny program, awaited.
+bool has_nan_or_inf(const pjrt::BufferPtr& buffer, const hlo::Value& value, int device) {
+  hlo::Builder b;
+  hlo::Value x = b.parameter(value.type);
+  hlo::Value finite = b.op("is_finite", {x}, hlo::TensorType{hlo::ElementType::Pred, x.dims()});
+  std::vector<int64_t> all(x.dims().size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  hlo::Value every =
+      b.reduce(finite, b.constant(1, hlo::ElementType::Pred), hlo::Reduction::And, all);
+  runtime::Runtime& rt = runtime::Runtime::get();
+  auto executable = rt.programs().get(b.module_text({every}));
+  std::vector<pjrt::BufferPtr> outputs =
+      executable->execute({buffer->get()}, rt.client().device(device));
+  bool all_finite = true;
+  outputs[0]->to_host(&all_finite, 1);
+  return !all_finite;
 }
 
 }  // namespace
@@ -187,7 +206,28 @@ void Program::run() {
   for (size_t i = 0; i < written.size(); ++i) {
     written[i]->storage->set_buffer(outputs[i], results[i].element());
   }
-  rt.track(outputs);
+  if (eager_mode() == EagerMode::Debug) {
+    await_outputs(outputs, results);
+  } else {
+    rt.track(outputs);
+  }
+}
+
+void Program::await_outputs(const std::vector<pjrt::BufferPtr>& outputs,
+                            const std::vector<hlo::Value>& results) const {
+  for (const pjrt::BufferPtr& output : outputs) {
+    try {
+      output->ready_event()->await();
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "tpu operator ", op_name_, " failed: ", e.what());
+    }
+  }
+  if (!debug_nans()) return;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!hlo::is_float(results[i].element())) continue;
+    TORCH_CHECK(!has_nan_or_inf(outputs[i], results[i], device_), "tpu operator ", op_name_,
+                " produced a NaN or infinity (TORCH_TPU_DEBUG_NANS=1)");
+  }
 }
 
 void materialize(runtime::DeviceStorage& storage) {

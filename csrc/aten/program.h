@@ -51,6 +51,10 @@ class Program {
     bool written = false;
   };
 
+  // debug mode: waits for `outputs`, raising the failure (or, with
+  // TORCH_TPU_DEBUG_NANS=1, a NaN or infinity) under this op's name.
+  void await_outputs(const std::vector<pjrt::BufferPtr>& outputs,
+                     const std::vector<hlo::Value>& results) const;
   StorageState& state_of(const at::Tensor& tensor);
   hlo::Value storage_value(StorageState& state);
   void check_device(const at::Tensor& tensor);

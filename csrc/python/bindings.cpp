@@ -4,6 +4,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "aten/device.h"
+#include "aten/eager_mode.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
 #include "aten/ops.h"
@@ -94,6 +95,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("_compiled_program_count", [] { return runtime::Runtime::get().programs().size(); });
   m.def("_set_fallback_mode",
         [](const std::string& mode) { aten::set_fallback_mode(aten::parse_fallback_mode(mode)); });
+  m.def("_set_eager_mode", [](const std::string& mode) {
+    aten::EagerMode parsed = aten::parse_eager_mode(mode);
+    py::gil_scoped_release no_gil;
+    runtime::Runtime::get().synchronize();  // work enqueued in the old mode finishes first
+    aten::set_eager_mode(parsed);
+  });
+  m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
   m.def("_get_fallback_mode", [] {
     switch (aten::fallback_mode()) {
       case aten::FallbackMode::Warn: return "warn";
