@@ -43,7 +43,7 @@ def fallback_count(snapshot, op):
     )
 
 
-FALLBACK_OPS = ("cumsum", "cumprod", "sort", "topk", "exponential_", "hypot")
+FALLBACK_OPS = ("renorm", "kthvalue", "exponential_", "hypot")
 
 
 def test_premise_ops_used_here_have_no_lowering():
@@ -61,12 +61,12 @@ def test_fallback_ops_match_cpu():
     x = torch.randn(5, 6, generator=torch.Generator().manual_seed(0))
     t = x.to(TPU)
     for fn in (
-        lambda a: torch.cumsum(a, 1),
-        lambda a: torch.cumsum(a, 0, dtype=torch.float64),
-        lambda a: torch.sort(a, 1, descending=True),
-        lambda a: torch.sort(a.t(), 0),
-        lambda a: a.cumprod(-1),
-        lambda a: torch.topk(a, 2),
+        lambda a: torch.renorm(a, 2, 0, 1.0),
+        lambda a: torch.renorm(a.double(), 1, 1, 2.0),
+        lambda a: torch.kthvalue(a, 2, 1),
+        lambda a: torch.kthvalue(a.t(), 3, 0),
+        lambda a: a.renorm(2, -1, 0.5),
+        lambda a: torch.kthvalue(a, 1),
     ):
         expected, actual = fn(x), fn(t)
         if isinstance(expected, torch.Tensor):
@@ -81,7 +81,8 @@ def test_fallback_result_feeds_native_ops():
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     t = x.to(TPU)
     torch.testing.assert_close(
-        (torch.cumsum(t, 1) * 2 + t).sum(0).cpu(), (torch.cumsum(x, 1) * 2 + x).sum(0)
+        (torch.renorm(t, 2, 0, 5.0) * 2 + t).sum(0).cpu(),
+        (torch.renorm(x, 2, 0, 5.0) * 2 + x).sum(0),
     )
 
 
@@ -89,12 +90,12 @@ def test_fallback_counted_in_metrics():
     t = torch.ones(4, 3, device=TPU)
     torch_tpu.metrics.reset()
     for _ in range(3):
-        torch.cumsum(t, 0)
-    torch.sort(t, 1)
+        torch.renorm(t, 2, 0, 1.0)
+    torch.kthvalue(t, 1, 1)
     snap = torch_tpu.metrics.snapshot()
-    assert fallback_count(snap, "cumsum") == 3, snap["cpu_fallbacks"]
-    assert fallback_count(snap, "sort") == 1, snap["cpu_fallbacks"]
-    assert "aten::cumsum" not in torch_tpu.coverage()
+    assert fallback_count(snap, "renorm") == 3, snap["cpu_fallbacks"]
+    assert fallback_count(snap, "kthvalue") == 1, snap["cpu_fallbacks"]
+    assert "aten::renorm" not in torch_tpu.coverage()
     torch_tpu.metrics.reset()
     assert torch_tpu.metrics.snapshot()["cpu_fallbacks"] == {}
 
@@ -105,20 +106,21 @@ def test_warns_exactly_once_per_op():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for _ in range(3):
-                y = torch.cumsum(x, 1)
+                y = torch.renorm(x, 2, 0, 1.0)
             for _ in range(2):
-                torch.sort(x, 1)
+                torch.kthvalue(x, 1, 1)
         msgs = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
         snap = torch_tpu.metrics.snapshot()["cpu_fallbacks"]
-        print(json.dumps({"cumsum": [m for m in msgs if "cumsum" in m], "sort": [m for m in msgs if "sort" in m],
+        print(json.dumps({"renorm": [m for m in msgs if "renorm" in m],
+                          "kthvalue": [m for m in msgs if "kthvalue" in m],
                           "counts": snap, "y": y.cpu().tolist()}))
     """)
-    assert len(out["cumsum"]) == 1, out["cumsum"]
-    assert len(out["sort"]) == 1, out["sort"]
-    assert "TORCH_TPU_CPU_FALLBACK" in out["cumsum"][0]
-    assert out["y"] == torch.cumsum(torch.arange(6.0).reshape(2, 3), 1).tolist()
-    assert sum(n for k, n in out["counts"].items() if "cumsum" in k) == 3, out["counts"]
-    assert sum(n for k, n in out["counts"].items() if "sort" in k) == 2, out["counts"]
+    assert len(out["renorm"]) == 1, out["renorm"]
+    assert len(out["kthvalue"]) == 1, out["kthvalue"]
+    assert "TORCH_TPU_CPU_FALLBACK" in out["renorm"][0]
+    assert out["y"] == torch.renorm(torch.arange(6.0).reshape(2, 3), 2, 0, 1.0).tolist()
+    assert sum(n for k, n in out["counts"].items() if "renorm" in k) == 3, out["counts"]
+    assert sum(n for k, n in out["counts"].items() if "kthvalue" in k) == 2, out["counts"]
 
 
 def test_error_mode_raises_not_implemented():
@@ -127,7 +129,7 @@ def test_error_mode_raises_not_implemented():
         x = torch.arange(6.0, device="tpu")
         y = (x + 1) * 2  # native ops are unaffected
         try:
-            torch.cumsum(x, 0)
+            torch.renorm(x.reshape(2, 3), 2, 0, 1.0)
             err = None
         except Exception as e:
             err = [type(e).__name__, str(e)]
@@ -136,9 +138,9 @@ def test_error_mode_raises_not_implemented():
     """,
         TORCH_TPU_CPU_FALLBACK="error",
     )
-    assert out["err"] is not None, "cumsum ran although TORCH_TPU_CPU_FALLBACK=error"
+    assert out["err"] is not None, "renorm ran although TORCH_TPU_CPU_FALLBACK=error"
     assert out["err"][0] == "NotImplementedError", out["err"]
-    assert "cumsum" in out["err"][1], out["err"][1]
+    assert "renorm" in out["err"][1], out["err"][1]
     assert out["y"] == [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
 
 
@@ -148,17 +150,17 @@ def test_silent_mode_no_warning():
         x = torch.arange(6.0, device="tpu")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            y = torch.cumsum(x, 0)
-            s = torch.sort(-x).values
+            y = torch.renorm(x.reshape(2, 3), 2, 0, 1.0)
+            s = torch.kthvalue(-x, 2).values
         print(json.dumps({"warnings": [str(w.message) for w in caught], "y": y.cpu().tolist(),
                           "s": s.cpu().tolist(), "counts": torch_tpu.metrics.snapshot()["cpu_fallbacks"]}))
     """,
         TORCH_TPU_CPU_FALLBACK="silent",
     )
     assert out["warnings"] == []
-    assert out["y"] == torch.cumsum(torch.arange(6.0), 0).tolist()
-    assert out["s"] == torch.sort(-torch.arange(6.0)).values.tolist()
-    assert sum(n for k, n in out["counts"].items() if "cumsum" in k) == 1, out["counts"]
+    assert out["y"] == torch.renorm(torch.arange(6.0).reshape(2, 3), 2, 0, 1.0).tolist()
+    assert out["s"] == torch.kthvalue(-torch.arange(6.0), 2).values.tolist()
+    assert sum(n for k, n in out["counts"].items() if "renorm" in k) == 1, out["counts"]
 
 
 def test_in_place_fallback_on_row_view_writes_through():
@@ -166,8 +168,8 @@ def test_in_place_fallback_on_row_view_writes_through():
     t = x.to(TPU)
     base_ptr = t.data_ptr()
     view = t[1:]
-    result = view.cumsum_(0)
-    x[1:].cumsum_(0)
+    result = view.renorm_(2, 0, 5.0)
+    x[1:].renorm_(2, 0, 5.0)
     assert result is view
     assert t.data_ptr() == base_ptr
     torch.testing.assert_close(view.cpu(), x[1:])
@@ -177,11 +179,11 @@ def test_in_place_fallback_on_row_view_writes_through():
 def test_in_place_fallback_on_strided_view_writes_through():
     x = torch.arange(20, dtype=torch.float32).reshape(4, 5)
     t = x.to(TPU)
-    t.t()[2].cumsum_(0)  # a column: non-contiguous, offset view
-    x.t()[2].cumsum_(0)
+    t.t()[2:4].renorm_(2, 0, 4.0)  # two columns: non-contiguous, offset view
+    x.t()[2:4].renorm_(2, 0, 4.0)
     torch.testing.assert_close(t.cpu(), x)
-    t[:, ::2].cumprod_(1)
-    x[:, ::2].cumprod_(1)
+    t[:, ::2].renorm_(1, 1, 10.0)
+    x[:, ::2].renorm_(1, 1, 10.0)
     torch.testing.assert_close(t.cpu(), x)
 
 

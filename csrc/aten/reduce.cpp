@@ -1,7 +1,15 @@
-// Reductions: sum (all, over dims, keepdim, dtype, out=).
+// Reductions over dimensions: sum, mean, prod, amax/amin, max/min (values and first indices),
+// argmax/argmin, any/all, var/std (and _mean), linalg_vector_norm/norm, logsumexp; each with
+// its out= variant. Shapes, result dtypes and error messages follow PyTorch's CPU kernels.
+#include <ATen/WrapDimUtils.h>
 #include <ATen/WrapDimUtilsMulti.h>
+#include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <c10/core/DefaultDtype.h>
+
+#include <cmath>
+#include <limits>
 
 #include "aten/dtype.h"
 #include "aten/ops.h"
@@ -11,15 +19,26 @@ namespace tpu::aten {
 
 namespace {
 
+using hlo::Builder;
+using hlo::Compare;
+using hlo::ElementType;
+using hlo::Reduction;
+using hlo::TensorType;
+using hlo::Value;
+
 struct Reduced {
   std::vector<int64_t> dims;   // reduced dimensions, wrapped and sorted
   std::vector<int64_t> shape;  // result shape (with 1s in reduced dims if keepdim)
+  int64_t count = 1;           // input elements folded into each result element
 };
 
-Reduced reduced_shape(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+// An absent `dim` reduces every dimension; so does an empty one, except for any/all.dims
+// (`empty_reduces_all` false), where it reduces none.
+Reduced reduced_shape(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                      bool empty_reduces_all = true) {
   const int64_t rank = self.dim();
   std::bitset<at::dim_bitset_size> mask;
-  if (!dim.has_value() || dim->empty()) {
+  if (!dim.has_value() || (dim->empty() && empty_reduces_all)) {
     mask.set();
   } else {
     mask = at::dim_list_to_bitset(*dim, rank);
@@ -28,6 +47,7 @@ Reduced reduced_shape(const at::Tensor& self, at::OptionalIntArrayRef dim, bool 
   for (int64_t d = 0; d < rank; ++d) {
     if (mask[d]) {
       r.dims.push_back(d);
+      r.count *= self.size(d);
       if (keepdim) r.shape.push_back(1);
     } else {
       r.shape.push_back(self.size(d));
@@ -36,23 +56,139 @@ Reduced reduced_shape(const at::Tensor& self, at::OptionalIntArrayRef dim, bool 
   return r;
 }
 
-c10::ScalarType sum_type(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
-  if (dtype.has_value()) return *dtype;
-  return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? c10::kLong
-                                                                       : self.scalar_type();
+Value splat(Builder& b, double v, const Value& like) {
+  return b.broadcast_to(b.constant(v, like.element()), like.dims());
 }
 
-void lower_sum(const at::Tensor& self, const Reduced& r, c10::ScalarType type,
-               const at::Tensor& out) {
-  // Half-precision sums accumulate in float32, as PyTorch's CPU kernels do.
-  c10::ScalarType accumulate = type == c10::kHalf || type == c10::kBFloat16 ? c10::kFloat : type;
-  Program p("aten::sum");
+// The largest (`upper`) or smallest value of `type`: +-inf for floats, exact limits for integers.
+Value extreme(Builder& b, ElementType type, bool upper) {
+  if (hlo::is_float(type)) {
+    return b.constant(upper ? INFINITY : -INFINITY, type);
+  }
+  auto limit = [&](auto zero) {
+    using T = decltype(zero);
+    return std::to_string(upper ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min());
+  };
+  std::string text;
+  switch (type) {
+    case ElementType::Pred: text = upper ? "true" : "false"; break;
+    case ElementType::S8: text = limit(int8_t{}); break;
+    case ElementType::S16: text = limit(int16_t{}); break;
+    case ElementType::S32: text = limit(int32_t{}); break;
+    case ElementType::S64: text = limit(int64_t{}); break;
+    case ElementType::U8: text = limit(uint8_t{}); break;
+    case ElementType::U16: text = limit(uint16_t{}); break;
+    case ElementType::U32: text = limit(uint32_t{}); break;
+    case ElementType::U64: text = limit(uint64_t{}); break;
+    default: TORCH_INTERNAL_ASSERT(false, "no extreme value for ", hlo::mlir_name(type));
+  }
+  TensorType scalar{type, {}};
+  return b.op("constant", {}, scalar, "value = dense<" + text + "> : " + scalar.str());
+}
+
+// The maximum (or minimum) over `dims`. NaN wins, as on the CPU; XLA's reductions may skip
+// NaN (the CPU plugin's do), so a separate any-NaN reduction decides.
+Value reduce_extreme(Builder& b, const Value& x, bool max, const std::vector<int64_t>& dims) {
+  Reduction kind = x.element() == ElementType::Pred ? (max ? Reduction::Or : Reduction::And)
+                                                    : (max ? Reduction::Max : Reduction::Min);
+  Value folded = b.reduce(x, extreme(b, x.element(), !max), kind, dims);
+  if (!hlo::is_float(x.element())) return folded;
+  Value nan =
+      b.reduce(b.compare(Compare::NE, x, x), b.constant(0, ElementType::Pred), Reduction::Or, dims);
+  return b.select(nan, splat(b, NAN, folded), folded);
+}
+
+Value reduce_sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
+  return b.reduce(x, b.constant(0, x.element()), Reduction::Add, dims);
+}
+
+// `reduced` (x reduced over r.dims, without keepdim) broadcast back to x's shape.
+Value unreduce(Builder& b, const Value& reduced, const Value& x, const Reduced& r) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0, i = 0; d < x.rank(); ++d) {
+    if (i < static_cast<int64_t>(r.dims.size()) && r.dims[i] == d) {
+      ++i;
+    } else {
+      kept.push_back(d);
+    }
+  }
+  return b.broadcast_in_dim(reduced, x.dims(), kept);
+}
+
+// The value and FIRST index of the maximum (or minimum) along `dim`, as two tensors of x's shape
+// without `dim`. NaN counts as larger than everything (max) or smaller (min), as on the CPU; the
+// combiner is a total order on (value, -index), so the reduction order does not matter.
+std::pair<Value, Value> arg_extreme(Builder& b, const Value& x, int64_t dim, bool max) {
+  const int64_t size = x.dims()[dim];
+  ElementType index_type =
+      size <= std::numeric_limits<int32_t>::max() ? ElementType::S32 : ElementType::S64;
+  Value index = b.iota(TensorType{index_type, x.dims()}, dim);
+  TensorType value_scalar{x.element(), {}};
+  TensorType index_scalar{index_type, {}};
+  const bool is_float = hlo::is_float(x.element());
+  std::string body = b.region(
+      {value_scalar, index_scalar, value_scalar, index_scalar},
+      [&](Builder& r, const std::vector<Value>& a) {
+        // a = {lhs value, lhs index, rhs value, rhs index}
+        Value better = r.compare(max ? Compare::GT : Compare::LT, a[0], a[2]);
+        Value tie = r.compare(Compare::EQ, a[0], a[2]);
+        if (is_float) {
+          Value lhs_nan = r.compare(Compare::NE, a[0], a[0]);
+          Value rhs_nan = r.compare(Compare::NE, a[2], a[2]);
+          better = r.binary("or", better, r.binary("and", lhs_nan, r.unary("not", rhs_nan)));
+          tie = r.binary("or", tie, r.binary("and", lhs_nan, rhs_nan));
+        }
+        Value first = r.compare(Compare::LT, a[1], a[3]);
+        Value take_lhs = r.binary("or", better, r.binary("and", tie, first));
+        return std::vector<Value>{r.select(take_lhs, a[0], a[2]), r.select(take_lhs, a[1], a[3])};
+      });
+  std::vector<int64_t> kept = x.dims();
+  kept.erase(kept.begin() + dim);
+  std::vector<Value> result = b.op_multi(
+      "reduce", {x, index, extreme(b, x.element(), !max), extreme(b, index_type, /*upper=*/true)},
+      {TensorType{x.element(), kept}, TensorType{index_type, kept}},
+      "dimensions = " + hlo::i64_array({dim}), body);
+  return {result[0], result[1]};
+}
+
+void check_out_dtype(const at::Tensor& out, c10::ScalarType expected) {
+  TORCH_CHECK(out.scalar_type() == expected, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(expected), ", but got ", out.dtype(), " instead");
+}
+
+void check_can_cast(c10::ScalarType from, const at::Tensor& out) {
+  TORCH_CHECK(at::canCast(from, out.scalar_type()), "result type ", from,
+              " can't be cast to the desired output type ", out.scalar_type());
+}
+
+// ---- sum, mean, prod ----------------------------------------------------------------------
+
+c10::ScalarType integer_upcast_type(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
+}
+
+// Sums (or multiplies) in `type`, half precision in float32 as PyTorch's CPU sums do; `divide`
+// turns the sum into a mean.
+void lower_fold(const char* name, const at::Tensor& self, const Reduced& r, c10::ScalarType type,
+                Reduction kind, bool divide, const at::Tensor& out) {
+  Program p(name);
   auto& b = p.b();
-  hlo::Value x = p.read(self, accumulate);
+  hlo::Value x = p.read(self, opmath_type(type));
   hlo::Value total =
-      b.reduce(x, b.constant(0, element_type(accumulate)), hlo::Reduction::Add, r.dims);
+      b.reduce(x, b.constant(kind == Reduction::Mul ? 1 : 0, x.element()), kind, r.dims);
+  if (divide) {
+    total = b.binary("divide", total, splat(b, static_cast<double>(r.count), total));
+  }
   p.write(out, b.reshape(total, r.shape));
   p.run();
+}
+
+c10::ScalarType mean_type(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  c10::ScalarType type = dtype.value_or(self.scalar_type());
+  TORCH_CHECK(at::isFloatingType(type) || at::isComplexType(type),
+              "mean(): could not infer output dtype. ", dtype.has_value() ? "Optional" : "Input",
+              " dtype must be either a floating point or complex dtype. Got: ", type);
+  return type;
 }
 
 }  // namespace
@@ -60,26 +196,611 @@ void lower_sum(const at::Tensor& self, const Reduced& r, c10::ScalarType type,
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<c10::ScalarType> dtype) {
   Reduced r = reduced_shape(self, dim, keepdim);
-  c10::ScalarType type = sum_type(self, dtype);
+  c10::ScalarType type = integer_upcast_type(self, dtype);
   at::Tensor out = at::empty(r.shape, self.options().dtype(type));
-  lower_sum(self, r, type, out);
+  lower_fold("aten::sum", self, r, type, Reduction::Add, false, out);
   return out;
 }
 
 at::Tensor sum(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
-  return sum_dim(self, std::nullopt, false, dtype);
+  return tpu::aten::sum_dim(self, std::nullopt, false, dtype);
 }
 
 at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
   Reduced r = reduced_shape(self, dim, keepdim);
-  c10::ScalarType type = dtype.value_or(out.scalar_type());
-  TORCH_CHECK(!dtype.has_value() || *dtype == out.scalar_type(),
-              "Expected out tensor to have dtype ", *dtype, ", but got ", out.scalar_type(),
-              " instead");
+  if (dtype.has_value()) check_out_dtype(out, *dtype);
   at::native::resize_output(out, r.shape);
-  lower_sum(self, r, type, out);
+  lower_fold("aten::sum", self, r, out.scalar_type(), Reduction::Add, false, out);
   return out;
+}
+
+at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype) {
+  c10::ScalarType type = mean_type(self, dtype);
+  Reduced r = reduced_shape(self, dim, keepdim);
+  at::Tensor out = at::empty(r.shape, self.options().dtype(type));
+  lower_fold("aten::mean", self, r, type, Reduction::Add, true, out);
+  return out;
+}
+
+at::Tensor mean(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return tpu::aten::mean_dim(self, std::nullopt, false, dtype);
+}
+
+at::Tensor& mean_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  c10::ScalarType type = mean_type(self, dtype);
+  if (dtype.has_value()) check_out_dtype(out, *dtype);
+  check_can_cast(type, out);
+  Reduced r = reduced_shape(self, dim, keepdim);
+  at::native::resize_output(out, r.shape);
+  lower_fold("aten::mean.out", self, r, out.scalar_type(), Reduction::Add, true, out);
+  return out;
+}
+
+at::Tensor& mean_dtype_out(const at::Tensor& self, std::optional<c10::ScalarType> dtype,
+                           at::Tensor& out) {
+  return tpu::aten::mean_out(self, std::nullopt, false, dtype, out);
+}
+
+at::Tensor prod(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  Reduced r = reduced_shape(self, std::nullopt, false);
+  c10::ScalarType type = integer_upcast_type(self, dtype);
+  at::Tensor out = at::empty(r.shape, self.options().dtype(type));
+  lower_fold("aten::prod", self, r, type, Reduction::Mul, false, out);
+  return out;
+}
+
+at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype) {
+  Reduced r = reduced_shape(self, dim, keepdim);
+  c10::ScalarType type = integer_upcast_type(self, dtype);
+  at::Tensor out = at::empty(r.shape, self.options().dtype(type));
+  lower_fold("aten::prod.dim_int", self, r, type, Reduction::Mul, false, out);
+  return out;
+}
+
+at::Tensor& prod_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                     std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  Reduced r = reduced_shape(self, dim, keepdim);
+  if (dtype.has_value()) check_out_dtype(out, *dtype);
+  at::native::resize_output(out, r.shape);
+  lower_fold("aten::prod.int_out", self, r, out.scalar_type(), Reduction::Mul, false, out);
+  return out;
+}
+
+// ---- amax/amin, max/min, argmax/argmin ----------------------------------------------------
+
+namespace {
+
+void lower_extreme(const char* name, const at::Tensor& self, const Reduced& r, bool max,
+                   const at::Tensor& out) {
+  if (out.numel() == 0) return;
+  Program p(name);
+  auto& b = p.b();
+  p.write(out, b.reshape(reduce_extreme(b, p.read(self), max, r.dims), r.shape));
+  p.run();
+}
+
+Reduced amax_shape(const char* name, const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+  Reduced r = reduced_shape(self, dim, keepdim);
+  if (self.numel() == 0) at::native::zero_numel_check_dims(self, dim, name);
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", name[2] == 'a' ? "max" : "min",
+                              "_values_cpu\" not implemented for '", self.scalar_type(), "'");
+  return r;
+}
+
+void check_full_extreme(const char* name, const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, name,
+              ": Expected reduction dim to be specified for input.numel() == 0. Specify the "
+              "reduction dim with the 'dim' argument.");
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", name[1] == 'a' ? "max" : "min",
+                              "_all\" not implemented for '", self.scalar_type(), "'");
+}
+
+// Values and indices of max/min along `dim` (wrapped), or over the flattened tensor without one,
+// written to `values` (if defined) and `indices`, both already of `r.shape`.
+void lower_arg_extreme(const char* name, const at::Tensor& self, std::optional<int64_t> dim,
+                       const Reduced& r, bool max, const at::Tensor& values,
+                       const at::Tensor& indices) {
+  if (indices.numel() == 0) return;
+  Program p(name);
+  auto& b = p.b();
+  // bool compares as 0/1; a scalar is a one-element row
+  Value x =
+      p.read(self, self.scalar_type() == c10::kBool ? std::optional(c10::kByte) : std::nullopt);
+  if (!dim.has_value() || x.rank() == 0) x = b.reshape(x, {self.numel()});
+  auto [value, index] = arg_extreme(b, x, x.rank() == 1 ? 0 : *dim, max);
+  if (values.defined()) p.write(values, b.reshape(value, r.shape));
+  p.write(indices, b.reshape(index, r.shape));
+  p.run();
+}
+
+Reduced max_dim_shape(const char* name, const at::Tensor& self, int64_t& dim, bool keepdim) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(!self.is_complex(), name, ": does not support complex input");
+  if (self.numel() == 0) at::native::zero_numel_check_dims(self, dim, name);
+  return reduced_shape(self, dim, keepdim);
+}
+
+// argmax/argmin: over `dim`, or over the flattened tensor without one.
+void lower_arg(const char* name, const char* what, const at::Tensor& self,
+               std::optional<int64_t> dim, bool keepdim, bool max, const at::Tensor& out) {
+  TORCH_CHECK(!self.is_complex(), what, ": does not support complex input");
+  TORCH_CHECK(self.scalar_type() != c10::kBool, what, ": does not support bool input");
+  Reduced r;
+  if (dim.has_value()) {
+    int64_t d = at::maybe_wrap_dim(*dim, self.dim());
+    if (self.numel() == 0) at::native::zero_numel_check_dims(self, d, what);
+    r = reduced_shape(self, d, keepdim);
+    at::native::resize_output(out, r.shape);
+    lower_arg_extreme(name, self, d, r, max, at::Tensor(), out);
+  } else {
+    TORCH_CHECK_INDEX(self.numel() > 0, what,
+                      ": Expected reduction dim to be specified for input.numel() == 0.");
+    r = reduced_shape(self, std::nullopt, keepdim);
+    at::native::resize_output(out, r.shape);
+    lower_arg_extreme(name, self, std::nullopt, r, max, at::Tensor(), out);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// amax/amin into `out`, or into a new tensor when `out` is undefined.
+at::Tensor amax_amin(bool max, const at::Tensor& self, c10::IntArrayRef dim, bool keepdim,
+                     at::Tensor out) {
+  Reduced r = amax_shape(max ? "amax()" : "amin()", self, dim, keepdim);
+  if (out.defined()) {
+    TORCH_CHECK(self.scalar_type() == out.scalar_type(),
+                "Expected the dtype for input and out to match, but got ", self.scalar_type(),
+                " for input's dtype and ", out.scalar_type(), " for out's dtype.");
+    at::native::resize_output(out, r.shape);
+  } else {
+    out = at::empty(r.shape, self.options());
+  }
+  lower_extreme(max ? "aten::amax" : "aten::amin", self, r, max, out);
+  return out;
+}
+
+// max()/min() of every element.
+at::Tensor max_min_all(bool max, const at::Tensor& self, at::Tensor out) {
+  check_full_extreme(max ? "max()" : "min()", self);
+  if (out.defined()) {
+    check_can_cast(self.scalar_type(), out);
+    at::native::resize_output(out, {});
+  } else {
+    out = at::empty({}, self.options());
+  }
+  lower_extreme(max ? "aten::max" : "aten::min", self, reduced_shape(self, std::nullopt, false),
+                max, out);
+  return out;
+}
+
+// max/min.dim: values and first indices, into the given tensors or new ones.
+TensorPair max_min_dim(bool max, const at::Tensor& self, int64_t dim, bool keepdim,
+                       at::Tensor values, at::Tensor indices) {
+  Reduced r = max_dim_shape(max ? "max()" : "min()", self, dim, keepdim);
+  if (values.defined()) {
+    check_out_dtype(values, self.scalar_type());
+    check_out_dtype(indices, c10::kLong);
+    at::native::resize_output(values, r.shape);
+    at::native::resize_output(indices, r.shape);
+  } else {
+    values = at::empty(r.shape, self.options());
+    indices = at::empty(r.shape, self.options().dtype(c10::kLong));
+  }
+  lower_arg_extreme(max ? "aten::max.dim" : "aten::min.dim", self, dim, r, max, values, indices);
+  return {values, indices};
+}
+
+}  // namespace
+
+at::Tensor amax(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+  return amax_amin(true, self, dim, keepdim, at::Tensor());
+}
+at::Tensor& amax_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  amax_amin(true, self, dim, keepdim, out);
+  return out;
+}
+at::Tensor amin(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+  return amax_amin(false, self, dim, keepdim, at::Tensor());
+}
+at::Tensor& amin_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  amax_amin(false, self, dim, keepdim, out);
+  return out;
+}
+at::Tensor max(const at::Tensor& self) { return max_min_all(true, self, at::Tensor()); }
+at::Tensor& max_unary_out(const at::Tensor& self, at::Tensor& out) {
+  max_min_all(true, self, out);
+  return out;
+}
+at::Tensor min(const at::Tensor& self) { return max_min_all(false, self, at::Tensor()); }
+at::Tensor& min_unary_out(const at::Tensor& self, at::Tensor& out) {
+  max_min_all(false, self, out);
+  return out;
+}
+TensorPair max_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return max_min_dim(true, self, dim, keepdim, at::Tensor(), at::Tensor());
+}
+TensorRefPair max_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
+                          at::Tensor& indices) {
+  max_min_dim(true, self, dim, keepdim, values, indices);
+  return {values, indices};
+}
+TensorPair min_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return max_min_dim(false, self, dim, keepdim, at::Tensor(), at::Tensor());
+}
+TensorRefPair min_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& values,
+                          at::Tensor& indices) {
+  max_min_dim(false, self, dim, keepdim, values, indices);
+  return {values, indices};
+}
+at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  at::Tensor out = at::empty({0}, self.options().dtype(c10::kLong));
+  lower_arg("aten::argmax", "argmax()", self, dim, keepdim, true, out);
+  return out;
+}
+at::Tensor& argmax_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                       at::Tensor& out) {
+  check_out_dtype(out, c10::kLong);
+  lower_arg("aten::argmax", "argmax()", self, dim, keepdim, true, out);
+  return out;
+}
+at::Tensor argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  at::Tensor out = at::empty({0}, self.options().dtype(c10::kLong));
+  lower_arg("aten::argmin", "argmin()", self, dim, keepdim, false, out);
+  return out;
+}
+at::Tensor& argmin_out(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                       at::Tensor& out) {
+  check_out_dtype(out, c10::kLong);
+  lower_arg("aten::argmin", "argmin()", self, dim, keepdim, false, out);
+  return out;
+}
+
+// ---- any/all ------------------------------------------------------------------------------
+
+namespace {
+
+// Non-zero test then a logical fold; the result is bool, or uint8 for uint8 input (as on the CPU).
+void lower_any_all(const char* name, const at::Tensor& self, const Reduced& r, bool any,
+                   const at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == c10::kBool || out.scalar_type() == c10::kByte,
+              any ? "any" : "all",
+              " only supports bool tensor for result, got: ", out.scalar_type());
+  if (out.numel() == 0) return;
+  Program p(name);
+  auto& b = p.b();
+  Value x = p.read(self);
+  Value truth = x.element() == ElementType::Pred || hlo::is_complex(x.element())
+                    ? b.convert(x, ElementType::Pred)
+                    : b.compare(Compare::NE, x, splat(b, 0, x));
+  Value folded = b.reduce(truth, b.constant(any ? 0 : 1, ElementType::Pred),
+                          any ? Reduction::Or : Reduction::And, r.dims);
+  p.write(out, b.reshape(folded, r.shape));
+  p.run();
+}
+
+c10::ScalarType logical_type(const at::Tensor& self) {
+  return self.scalar_type() == c10::kByte ? c10::kByte : c10::kBool;
+}
+
+at::Tensor any_all(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                   bool keepdim, bool any) {
+  Reduced r = reduced_shape(self, dim, keepdim, /*empty_reduces_all=*/false);
+  at::Tensor out = at::empty(r.shape, self.options().dtype(logical_type(self)));
+  lower_any_all(name, self, r, any, out);
+  return out;
+}
+
+at::Tensor& any_all_out(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                        bool keepdim, bool any, at::Tensor& out) {
+  Reduced r = reduced_shape(self, dim, keepdim, /*empty_reduces_all=*/false);
+  at::native::resize_output(out, r.shape);
+  lower_any_all(name, self, r, any, out);
+  return out;
+}
+
+}  // namespace
+
+at::Tensor any(const at::Tensor& self) {
+  return any_all("aten::any", self, std::nullopt, false, true);
+}
+at::Tensor any_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return any_all("aten::any.dim", self, dim, keepdim, true);
+}
+at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  return any_all("aten::any.dims", self, dim, keepdim, true);
+}
+at::Tensor& any_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return any_all_out("aten::any.out", self, dim, keepdim, true, out);
+}
+at::Tensor& any_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                         at::Tensor& out) {
+  return any_all_out("aten::any.dims_out", self, dim, keepdim, true, out);
+}
+at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) {
+  return any_all_out("aten::any.all_out", self, std::nullopt, false, true, out);
+}
+at::Tensor all(const at::Tensor& self) {
+  return any_all("aten::all", self, std::nullopt, false, false);
+}
+at::Tensor all_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return any_all("aten::all.dim", self, dim, keepdim, false);
+}
+at::Tensor all_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  return any_all("aten::all.dims", self, dim, keepdim, false);
+}
+at::Tensor& all_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
+  return any_all_out("aten::all.out", self, dim, keepdim, false, out);
+}
+at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                         at::Tensor& out) {
+  return any_all_out("aten::all.dims_out", self, dim, keepdim, false, out);
+}
+at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) {
+  return any_all_out("aten::all.all_out", self, std::nullopt, false, false, out);
+}
+
+// ---- var/std ------------------------------------------------------------------------------
+
+namespace {
+
+enum class Moments { Var, Std, VarMean, StdMean };
+
+// Two passes in the opmath type: the mean, then the mean squared distance from it (|x - mean|^2
+// for complex input, a real result), divided by max(0, N - correction).
+void lower_moments(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                   const std::optional<c10::Scalar>& correction, bool keepdim, Moments kind,
+                   const at::Tensor& spread_out, const at::Tensor& mean_out) {
+  Reduced r = reduced_shape(self, dim, keepdim);
+  const double dof = static_cast<double>(r.count) - (correction ? correction->toDouble() : 1.0);
+  if (dof <= 0) {
+    static const char* const names[] = {"var", "std", "var_mean", "std_mean"};
+    TORCH_WARN(names[static_cast<int>(kind)],
+               "(): degrees of freedom is <= 0. Correction should be strictly less than the "
+               "reduction factor (input numel divided by output numel).");
+  }
+  if (spread_out.numel() == 0) return;
+  Program p(name);
+  auto& b = p.b();
+  Value x = p.read(self, opmath_type(self.scalar_type()));
+  Value sum = reduce_sum(b, x, r.dims);
+  Value mean = b.binary("divide", sum, splat(b, static_cast<double>(r.count), sum));
+  Value centered = b.binary("subtract", x, unreduce(b, mean, x, r));
+  Value square;
+  if (hlo::is_complex(x.element())) {
+    Value re = b.complex_parts(centered, false);
+    Value im = b.complex_parts(centered, true);
+    square = b.binary("add", b.binary("multiply", re, re), b.binary("multiply", im, im));
+  } else {
+    square = b.binary("multiply", centered, centered);
+  }
+  Value total = reduce_sum(b, square, r.dims);
+  Value spread = b.binary("divide", total, splat(b, std::max(0.0, dof), total));
+  if (kind == Moments::Std || kind == Moments::StdMean) spread = b.unary("sqrt", spread);
+  p.write(spread_out, b.reshape(spread, r.shape));
+  if (mean_out.defined()) p.write(mean_out, b.reshape(mean, r.shape));
+  p.run();
+}
+
+void check_moments_dtype(const at::Tensor& self) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
+              "std and var only support floating point and complex dtypes");
+}
+
+at::Tensor moments(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                   const std::optional<c10::Scalar>& correction, bool keepdim, Moments kind) {
+  check_moments_dtype(self);
+  Reduced r = reduced_shape(self, dim, keepdim);
+  at::Tensor out =
+      at::empty(r.shape, self.options().dtype(c10::toRealValueType(self.scalar_type())));
+  lower_moments(name, self, dim, correction, keepdim, kind, out, at::Tensor());
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> moments_mean(const char* name, const at::Tensor& self,
+                                                at::OptionalIntArrayRef dim,
+                                                const std::optional<c10::Scalar>& correction,
+                                                bool keepdim, Moments kind) {
+  check_moments_dtype(self);
+  Reduced r = reduced_shape(self, dim, keepdim);
+  at::Tensor spread =
+      at::empty(r.shape, self.options().dtype(c10::toRealValueType(self.scalar_type())));
+  at::Tensor mean = at::empty(r.shape, self.options());
+  lower_moments(name, self, dim, correction, keepdim, kind, spread, mean);
+  return {spread, mean};
+}
+
+at::Tensor& moments_out(const char* name, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                        const std::optional<c10::Scalar>& correction, bool keepdim, Moments kind,
+                        at::Tensor& out) {
+  check_moments_dtype(self);
+  check_can_cast(c10::toRealValueType(self.scalar_type()), out);
+  at::native::resize_output(out, reduced_shape(self, dim, keepdim).shape);
+  lower_moments(name, self, dim, correction, keepdim, kind, out, at::Tensor());
+  return out;
+}
+
+}  // namespace
+
+at::Tensor var_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                          const std::optional<c10::Scalar>& correction, bool keepdim) {
+  return moments("aten::var.correction", self, dim, correction, keepdim, Moments::Var);
+}
+at::Tensor std_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                          const std::optional<c10::Scalar>& correction, bool keepdim) {
+  return moments("aten::std.correction", self, dim, correction, keepdim, Moments::Std);
+}
+std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor& self,
+                                                       at::OptionalIntArrayRef dim,
+                                                       const std::optional<c10::Scalar>& correction,
+                                                       bool keepdim) {
+  return moments_mean("aten::var_mean.correction", self, dim, correction, keepdim,
+                      Moments::VarMean);
+}
+std::tuple<at::Tensor, at::Tensor> std_mean_correction(const at::Tensor& self,
+                                                       at::OptionalIntArrayRef dim,
+                                                       const std::optional<c10::Scalar>& correction,
+                                                       bool keepdim) {
+  return moments_mean("aten::std_mean.correction", self, dim, correction, keepdim,
+                      Moments::StdMean);
+}
+at::Tensor& var_correction_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                               const std::optional<c10::Scalar>& correction, bool keepdim,
+                               at::Tensor& out) {
+  return moments_out("aten::var.correction_out", self, dim, correction, keepdim, Moments::Var, out);
+}
+at::Tensor& std_correction_out(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                               const std::optional<c10::Scalar>& correction, bool keepdim,
+                               at::Tensor& out) {
+  return moments_out("aten::std.correction_out", self, dim, correction, keepdim, Moments::Std, out);
+}
+
+// ---- linalg_vector_norm, norm -------------------------------------------------------------
+
+namespace {
+
+c10::ScalarType vector_norm_type(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  c10::ScalarType in = self.scalar_type();
+  TORCH_CHECK(at::isFloatingType(in) || at::isComplexType(in),
+              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ", in);
+  if (!dtype.has_value()) return c10::toRealValueType(in);
+  TORCH_CHECK(at::isFloatingType(*dtype) || at::isComplexType(*dtype),
+              "linalg.vector_norm: dtype should be floating point or complex, but got ", *dtype);
+  TORCH_CHECK(
+      at::isComplexType(in) == at::isComplexType(*dtype), "linalg.vector_norm: dtype should be ",
+      at::isComplexType(in) ? "complex for complex" : "real for real", " inputs, but got ", *dtype);
+  TORCH_CHECK(at::promoteTypes(in, *dtype) == *dtype, "linalg.vector_norm: the dtype of the input ",
+              "(", in, ") should be convertible without narrowing to the specified dtype (", *dtype,
+              ")");
+  return c10::toRealValueType(*dtype);
+}
+
+// Norms without an identity (inf, and negative orders) cannot reduce empty dimensions.
+void check_vector_norm_empty(const at::Tensor& self, const c10::Scalar& ord, const Reduced& r,
+                             at::OptionalIntArrayRef dim) {
+  const double p = ord.toDouble();
+  if (self.numel() != 0 || !(p < 0 || std::isinf(p))) return;
+  const bool all = !dim.has_value() || dim->empty();
+  TORCH_CHECK(!all, "linalg.vector_norm cannot compute the ", ord,
+              " norm on an empty tensor because the operation does not have an identity");
+  for (int64_t d : r.dims) {
+    TORCH_CHECK(self.size(d) != 0, "linalg.vector_norm cannot compute the ", ord,
+                " norm on the dimension ", d,
+                "because this dimension is empty and the operation does not have an identity");
+  }
+}
+
+void lower_vector_norm(const char* name, const at::Tensor& self, const c10::Scalar& ord,
+                       const Reduced& r, std::optional<c10::ScalarType> dtype,
+                       const at::Tensor& out) {
+  if (out.numel() == 0) return;
+  const double p = ord.toDouble();
+  Program prog(name);
+  auto& b = prog.b();
+  Value x = prog.read(self, opmath_type(dtype.value_or(self.scalar_type())));
+  Value a = unary::abs(b, x);  // real
+  Value norm;
+  if (p == 0) {
+    norm = reduce_sum(b, b.convert(b.compare(Compare::NE, a, splat(b, 0, a)), a.element()), r.dims);
+  } else if (std::isinf(p)) {
+    norm = reduce_extreme(b, a, p > 0, r.dims);
+  } else if (p == 1) {
+    norm = reduce_sum(b, a, r.dims);
+  } else if (p == 2) {
+    norm = b.unary("sqrt", reduce_sum(b, b.binary("multiply", a, a), r.dims));
+  } else {  // the order is a run-time operand: other orders reuse the program
+    c10::ScalarType real = scalar_type(a.element());
+    Value power = prog.scalar(p, real);
+    Value inverse = prog.scalar(1.0 / p, real);
+    Value sum = reduce_sum(b, b.binary("power", a, b.broadcast_to(power, a.dims())), r.dims);
+    norm = b.binary("power", sum, b.broadcast_to(inverse, sum.dims()));
+  }
+  prog.write(out, b.reshape(norm, r.shape));
+  prog.run();
+}
+
+}  // namespace
+
+at::Tensor& linalg_vector_norm_out(const at::Tensor& self, const c10::Scalar& ord,
+                                   at::OptionalIntArrayRef dim, bool keepdim,
+                                   std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  c10::ScalarType type = vector_norm_type(self, dtype);
+  check_out_dtype(out, type);
+  Reduced r = reduced_shape(self, dim, keepdim);
+  check_vector_norm_empty(self, ord, r, dim);
+  at::native::resize_output(out, r.shape);
+  lower_vector_norm("aten::linalg_vector_norm", self, ord, r, dtype, out);
+  return out;
+}
+
+at::Tensor linalg_vector_norm(const at::Tensor& self, const c10::Scalar& ord,
+                              at::OptionalIntArrayRef dim, bool keepdim,
+                              std::optional<c10::ScalarType> dtype) {
+  at::Tensor out = at::empty({0}, self.options().dtype(vector_norm_type(self, dtype)));
+  return tpu::aten::linalg_vector_norm_out(self, ord, dim, keepdim, dtype, out);
+}
+
+at::Tensor norm_dim(const at::Tensor& self, const std::optional<c10::Scalar>& p,
+                    c10::IntArrayRef dim, bool keepdim) {
+  return tpu::aten::linalg_vector_norm(self, p.value_or(2.0), dim, keepdim, std::nullopt);
+}
+at::Tensor norm_dim_dtype(const at::Tensor& self, const std::optional<c10::Scalar>& p,
+                          c10::IntArrayRef dim, bool keepdim, c10::ScalarType dtype) {
+  return tpu::aten::linalg_vector_norm(self, p.value_or(2.0), dim, keepdim, dtype);
+}
+at::Tensor& norm_out(const at::Tensor& self, const std::optional<c10::Scalar>& p,
+                     c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  return tpu::aten::linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, std::nullopt, out);
+}
+at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scalar>& p,
+                           c10::IntArrayRef dim, bool keepdim, c10::ScalarType dtype,
+                           at::Tensor& out) {
+  return tpu::aten::linalg_vector_norm_out(self, p.value_or(2.0), dim, keepdim, dtype, out);
+}
+
+// ---- logsumexp ----------------------------------------------------------------------------
+
+at::Tensor& logsumexp_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim,
+                          at::Tensor& out) {
+  TORCH_CHECK(
+      at::isFloatingType(out.scalar_type()) || at::isComplexType(out.scalar_type()),
+      "logsumexp(): Expected floating point type for result tensor, but got: ", out.scalar_type());
+  // The CPU kernel adds the kept-dims maximum to the result in place; with dim=() and no
+  // keepdim those shapes differ, and it raises.
+  TORCH_CHECK(!dim.empty() || keepdim || self.dim() == 0, "output with shape [] doesn't match ",
+              "the broadcast shape ", c10::IntArrayRef(std::vector<int64_t>(self.dim(), 1)));
+  Reduced r = reduced_shape(self, dim, keepdim);
+  at::native::resize_output(out, r.shape);
+  if (out.numel() == 0) return out;
+  c10::ScalarType type = at::isIntegralType(self.scalar_type(), /*includeBool=*/true)
+                             ? c10::typeMetaToScalarType(c10::get_default_dtype())
+                             : self.scalar_type();
+  Program p("aten::logsumexp");
+  auto& b = p.b();
+  Value x = p.read(self, opmath_type(type));
+  // Shift by the (real part's) maximum, or by 0 where that is infinite, so exp cannot overflow.
+  Value real = hlo::is_complex(x.element()) ? b.complex_parts(x, false) : x;
+  Value shift = reduce_extreme(b, real, true, r.dims);
+  Value infinite = b.compare(Compare::EQ, unary::abs(b, shift), splat(b, INFINITY, shift));
+  shift = b.convert(b.select(infinite, splat(b, 0, shift), shift), x.element());
+  Value sum = reduce_sum(
+      b, b.unary("exponential", b.binary("subtract", x, unreduce(b, shift, x, r))), r.dims);
+  p.write(out, b.reshape(b.binary("add", b.unary("log", sum), shift), r.shape));
+  p.run();
+  return out;
+}
+
+at::Tensor logsumexp(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+  c10::ScalarType type = at::isIntegralType(self.scalar_type(), /*includeBool=*/true)
+                             ? c10::typeMetaToScalarType(c10::get_default_dtype())
+                             : self.scalar_type();
+  at::Tensor out = at::empty({0}, self.options().dtype(type));
+  return tpu::aten::logsumexp_out(self, dim, keepdim, out);
 }
 
 }  // namespace tpu::aten

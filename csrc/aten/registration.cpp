@@ -187,8 +187,69 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum", TORCH_FN(sum));
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
   m.impl("sum.IntList_out", TORCH_FN(sum_out));
+  m.impl("mean", TORCH_FN(mean));
+  m.impl("mean.dim", TORCH_FN(mean_dim));
+  m.impl("mean.out", TORCH_FN(mean_out));
+  m.impl("mean.dtype_out", TORCH_FN(mean_dtype_out));
+  m.impl("prod", TORCH_FN(prod));
+  m.impl("prod.dim_int", TORCH_FN(prod_dim));
+  m.impl("prod.int_out", TORCH_FN(prod_out));
+  m.impl("amax", TORCH_FN(amax));
+  m.impl("amax.out", TORCH_FN(amax_out));
+  m.impl("amin", TORCH_FN(amin));
+  m.impl("amin.out", TORCH_FN(amin_out));
+  m.impl("max", TORCH_FN(max));
+  m.impl("max.unary_out", TORCH_FN(max_unary_out));
+  m.impl("max.dim", TORCH_FN(max_dim));
+  m.impl("max.dim_max", TORCH_FN(max_dim_out));
+  m.impl("min", TORCH_FN(min));
+  m.impl("min.unary_out", TORCH_FN(min_unary_out));
+  m.impl("min.dim", TORCH_FN(min_dim));
+  m.impl("min.dim_min", TORCH_FN(min_dim_out));
+  m.impl("argmax", TORCH_FN(argmax));
+  m.impl("argmax.out", TORCH_FN(argmax_out));
+  m.impl("argmin", TORCH_FN(argmin));
+  m.impl("argmin.out", TORCH_FN(argmin_out));
+  m.impl("any", TORCH_FN(any));
+  m.impl("any.dim", TORCH_FN(any_dim));
+  m.impl("any.dims", TORCH_FN(any_dims));
+  m.impl("any.out", TORCH_FN(any_out));
+  m.impl("any.dims_out", TORCH_FN(any_dims_out));
+  m.impl("any.all_out", TORCH_FN(any_all_out));
+  m.impl("all", TORCH_FN(all));
+  m.impl("all.dim", TORCH_FN(all_dim));
+  m.impl("all.dims", TORCH_FN(all_dims));
+  m.impl("all.out", TORCH_FN(all_out));
+  m.impl("all.dims_out", TORCH_FN(all_dims_out));
+  m.impl("all.all_out", TORCH_FN(all_all_out));
+  m.impl("var.correction", TORCH_FN(var_correction));
+  m.impl("var.correction_out", TORCH_FN(var_correction_out));
+  m.impl("std.correction", TORCH_FN(std_correction));
+  m.impl("std.correction_out", TORCH_FN(std_correction_out));
+  m.impl("var_mean.correction", TORCH_FN(var_mean_correction));
+  m.impl("std_mean.correction", TORCH_FN(std_mean_correction));
+  m.impl("linalg_vector_norm", TORCH_FN(linalg_vector_norm));
+  m.impl("linalg_vector_norm.out", TORCH_FN(linalg_vector_norm_out));
+  m.impl("norm.ScalarOpt_dim", TORCH_FN(norm_dim));
+  m.impl("norm.ScalarOpt_dim_dtype", TORCH_FN(norm_dim_dtype));
+  m.impl("norm.out", TORCH_FN(norm_out));
+  m.impl("norm.dtype_out", TORCH_FN(norm_dtype_out));
+  m.impl("logsumexp", TORCH_FN(logsumexp));
+  m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
 
-  // sort.cpp
+  // sort.cpp (argsort is composite over sort.stable)
+  m.impl("sort", TORCH_FN(sort));
+  m.impl("sort.stable", TORCH_FN(sort_stable));
+  m.impl("sort.values", TORCH_FN(sort_values));
+  m.impl("sort.values_stable", TORCH_FN(sort_values_stable));
+  m.impl("topk", TORCH_FN(topk));
+  m.impl("topk.values", TORCH_FN(topk_values));
+  m.impl("cumsum", TORCH_FN(cumsum));
+  m.impl("cumsum.out", TORCH_FN(cumsum_out));
+  m.impl("cumsum_", TORCH_FN(cumsum_));
+  m.impl("cumprod", TORCH_FN(cumprod));
+  m.impl("cumprod.out", TORCH_FN(cumprod_out));
+  m.impl("cumprod_", TORCH_FN(cumprod_));
 
   // ======== end of reductions and sorting ========
 
