@@ -36,4 +36,11 @@ EXPECTED_FAILURES: dict[tuple[str, str, str], str] = {
     ("view_as_complex", "float16", "forward"): (
         "complex32 (ComplexHalf) has no PJRT element type; tpu raises TypeError"
     ),
+    # Samples with stable=False and many ties: the CPU returns tied elements in an
+    # unspecified order, tpu always in the stable one, so the indices differ (values match).
+    ("sort", "bfloat16", "forward"): "unstable sort of ties: CPU order is unspecified",
+    ("sort", "float16", "forward"): "unstable sort of ties: CPU order is unspecified",
+    ("sort", "bool", "forward"): "unstable sort of ties: CPU order is unspecified",
+    ("topk", "bfloat16", "forward"): "tied values: CPU reports other tied positions",
+    ("topk", "int64", "forward"): "tied values: CPU reports other tied positions",
 }

@@ -1,6 +1,7 @@
 // Random numbers drawn on the device from the device generator (seed, offset):
 // uniform_, normal_, random_, bernoulli_. Each call takes a fresh key at run time.
 #include <ATen/ops/empty.h>
+#include <ATen/ops/result_type.h>
 
 #include <cmath>
 #include <limits>
@@ -194,8 +195,10 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask,
                                    double scale) {
-  at::Tensor grad_input = at::empty(grad_output.sizes(), grad_output.options());
-  c10::ScalarType math = opmath_type(grad_output.scalar_type());
+  // grad * mask * scale promotes like the CPU's (integer gradients become float).
+  c10::ScalarType type = at::result_type(grad_output, c10::Scalar(scale));
+  at::Tensor grad_input = at::empty(grad_output.sizes(), grad_output.options().dtype(type));
+  c10::ScalarType math = opmath_type(type);
   Program program("aten::native_dropout_backward");
   Builder& b = program.b();
   std::vector<int64_t> dims = grad_output.sizes().vec();
