@@ -34,23 +34,6 @@ Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtrac
 Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
 Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
 
-// erf(x) = x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside), the rational approximation XLA
-// and Eigen use for float32 (about 4e-7 absolute error; the same in float64, see the tests).
-Value erf(Builder& b, const Value& x) {
-  static const double kP[] = {-2.72614225801306e-10, 2.77068142495902e-08,  -2.10102402082508e-06,
-                              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-                              -1.60960333262415e-02};
-  static const double kQ[] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-                              -7.37332916720468e-03, -1.42647390514189e-02};
-  Value c = b.binary("minimum", b.binary("maximum", x, splat(b, -4, x)), splat(b, 4, x));
-  Value c2 = mul(b, c, c);
-  Value p = splat(b, kP[0], x);
-  for (size_t i = 1; i < 7; ++i) p = add(b, mul(b, p, c2), splat(b, kP[i], x));
-  Value q = splat(b, kQ[0], x);
-  for (size_t i = 1; i < 5; ++i) q = add(b, mul(b, q, c2), splat(b, kQ[i], x));
-  return div(b, mul(b, c, p), q);
-}
-
 void check_float(const char* name, c10::ScalarType type) {
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(type), "\"", name, "\" not implemented for '",
                               c10::toString(type), "'");
@@ -124,7 +107,7 @@ Math gelu_math(c10::string_view approximate) {
   }
   return [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
     const Value& x = in[0];
-    Value cdf = add(b, splat(b, 1, x), erf(b, mul(b, x, splat(b, M_SQRT1_2, x))));
+    Value cdf = add(b, splat(b, 1, x), unary::erf(b, mul(b, x, splat(b, M_SQRT1_2, x))));
     return mul(b, mul(b, x, splat(b, 0.5, x)), cdf);
   };
 }
@@ -148,8 +131,8 @@ Math gelu_backward_math(c10::string_view approximate) {
   }
   return [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
     const Value &g = in[0], &x = in[1];
-    Value cdf =
-        mul(b, splat(b, 0.5, x), add(b, splat(b, 1, x), erf(b, mul(b, x, splat(b, M_SQRT1_2, x)))));
+    Value cdf = mul(b, splat(b, 0.5, x),
+                    add(b, splat(b, 1, x), unary::erf(b, mul(b, x, splat(b, M_SQRT1_2, x)))));
     Value pdf = mul(b, b.unary("exponential", mul(b, splat(b, -0.5, x), mul(b, x, x))),
                     splat(b, M_2_SQRTPI * M_SQRT1_2 * 0.5, x));
     return mul(b, g, add(b, cdf, mul(b, x, pdf)));

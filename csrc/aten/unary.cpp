@@ -86,6 +86,25 @@ Value acos(Builder& b, const Value& x) {
   Value root = b.unary("sqrt", b.binary("subtract", splat(b, 1, x), b.binary("multiply", x, x)));
   return b.binary("atan2", root, x);
 }
+// erf(x) = x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside), the rational approximation XLA
+// and Eigen use for float32 (about 4e-7 absolute error; the same in float64, see the tests).
+Value erf(Builder& b, const Value& x) {
+  static const double kP[] = {-2.72614225801306e-10, 2.77068142495902e-08,  -2.10102402082508e-06,
+                              -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                              -1.60960333262415e-02};
+  static const double kQ[] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                              -7.37332916720468e-03, -1.42647390514189e-02};
+  Value c = b.binary("minimum", b.binary("maximum", x, splat(b, -4, x)), splat(b, 4, x));
+  Value c2 = b.binary("multiply", c, c);
+  Value p = splat(b, kP[0], x);
+  for (size_t i = 1; i < 7; ++i)
+    p = b.binary("add", b.binary("multiply", p, c2), splat(b, kP[i], x));
+  Value q = splat(b, kQ[0], x);
+  for (size_t i = 1; i < 5; ++i)
+    q = b.binary("add", b.binary("multiply", q, c2), splat(b, kQ[i], x));
+  return b.binary("divide", b.binary("multiply", c, p), q);
+}
+
 Value sinh(Builder& b, const Value& x) {
   Value e = b.unary("exponential_minus_one", x);
   Value f = b.unary("exponential_minus_one", b.unary("negate", x));
