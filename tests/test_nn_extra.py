@@ -48,7 +48,7 @@ def check(fn, inputs, dtype=torch.float32, grad=True):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((3, 4, 2, 3), 2), ((2, 4), 2)])
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((3, 4, 2, 3), 2), ((3, 6), 2)])
 @pytest.mark.parametrize("affine", [True, False])
 def test_group_norm_matches_cpu(dtype, shape, groups, affine):
     x = torch.randn(shape, requires_grad=True)
@@ -188,7 +188,7 @@ def test_smooth_l1_loss_matches_cpu(dtype, reduction, beta):
 def test_smooth_l1_loss_with_beta_zero_is_l1_like_cpu(reduction):
     # F.smooth_l1_loss sends beta = 0 to l1_loss; the aten op itself must still handle it.
     x, t, g = torch.randn(5, 4), torch.randn(5, 4), torch.randn(5, 4)
-    t[0, 0] = x[0, 0]  # a zero difference: the l1 gradient there is 0
+    t[0, 0] = x[0, 0]  # a zero difference: the CPU's rule (d <= -beta) gives -1 there
     args = [x, t]
     tpu_args = [a.to("tpu") for a in args]
     expected = torch.ops.aten.smooth_l1_loss(*args, reduction, 0.0)
@@ -198,7 +198,6 @@ def test_smooth_l1_loss_with_beta_zero_is_l1_like_cpu(reduction):
     expected = torch.ops.aten.smooth_l1_loss_backward(grad, *args, reduction, 0.0)
     actual = torch.ops.aten.smooth_l1_loss_backward(grad.to("tpu"), *tpu_args, reduction, 0.0)
     torch.testing.assert_close(actual.cpu(), expected)
-    assert expected[0, 0] == 0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -134,8 +134,8 @@ void lower_robust(Robust kind, const at::Tensor& self, const at::Tensor& target,
   p.run();
 }
 
-// d/dx: smooth_l1: |d| < beta ? d / beta : sign(d) (so beta = 0 is the l1 gradient);
-//       huber:     |d| < delta ? d : delta sign(d).
+// d/dx, as the CPU computes it: d <= -limit ? -1 : d >= limit ? 1 : d / beta (smooth_l1) or
+// d / delta (huber), times delta for huber. So beta = 0 gives -1 at d = 0, as on the CPU.
 void lower_robust_backward(Robust kind, const at::Tensor& grad_output, const at::Tensor& self,
                            const at::Tensor& target, int64_t reduction, double beta,
                            const at::Tensor& grad_input) {
@@ -147,10 +147,12 @@ void lower_robust_backward(Robust kind, const at::Tensor& grad_output, const at:
   Value d = sub(b, b.broadcast_to(p.read(self, compute), dims),
                 b.broadcast_to(p.read(target, compute), dims));
   Value limit = b.broadcast_to(p.scalar(beta, compute), dims);
-  Value inside = b.compare(Compare::LT, b.unary("abs", d), limit);
-  Value sign = b.unary("sign", d);
-  Value slope = kind == Robust::SmoothL1 ? b.select(inside, b.binary("divide", d, limit), sign)
-                                         : b.select(inside, d, mul(b, limit, sign));
+  Value one = splat(b, 1, d);
+  Value inside = kind == Robust::SmoothL1 ? b.binary("divide", d, limit) : d;
+  Value outside = kind == Robust::SmoothL1 ? one : limit;
+  Value slope =
+      b.select(b.compare(Compare::LE, d, b.unary("negate", limit)), b.unary("negate", outside),
+               b.select(b.compare(Compare::GE, d, limit), outside, inside));
   Value g = reduction_grad(p, grad_output, reduction, self.numel(), dims, compute);
   p.write(grad_input, mul(b, slope, g));
   p.run();
