@@ -528,6 +528,73 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
     const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_invstd,
     bool train, double eps, std::array<bool, 3> mask);
 
+// group_norm.cpp
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, int64_t N, int64_t C, int64_t HxW, int64_t group,
+    double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& mean,
+    const at::Tensor& rstd, const std::optional<at::Tensor>& weight, int64_t N, int64_t C,
+    int64_t HxW, int64_t group, std::array<bool, 3> mask);
+
+// loss_extra.cpp
+at::Tensor binary_cross_entropy(const at::Tensor& self, const at::Tensor& target,
+                                const std::optional<at::Tensor>& weight, int64_t reduction);
+at::Tensor& binary_cross_entropy_out(const at::Tensor& self, const at::Tensor& target,
+                                     const std::optional<at::Tensor>& weight, int64_t reduction,
+                                     at::Tensor& out);
+at::Tensor binary_cross_entropy_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                         const at::Tensor& target,
+                                         const std::optional<at::Tensor>& weight,
+                                         int64_t reduction);
+at::Tensor binary_cross_entropy_with_logits(const at::Tensor& self, const at::Tensor& target,
+                                            const std::optional<at::Tensor>& weight,
+                                            const std::optional<at::Tensor>& pos_weight,
+                                            int64_t reduction);
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self);
+std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& self,
+                                                             at::Tensor& output,
+                                                             at::Tensor& buffer);
+at::Tensor log_sigmoid_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                const at::Tensor& buffer);
+at::Tensor& log_sigmoid_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                     const at::Tensor& buffer, at::Tensor& grad_input);
+at::Tensor smooth_l1_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                          double beta);
+at::Tensor& smooth_l1_loss_out(const at::Tensor& self, const at::Tensor& target,
+                               int64_t reduction, double beta, at::Tensor& out);
+at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                   const at::Tensor& target, int64_t reduction, double beta);
+at::Tensor& smooth_l1_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                        const at::Tensor& target, int64_t reduction, double beta,
+                                        at::Tensor& grad_input);
+at::Tensor huber_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                      double delta);
+at::Tensor& huber_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                           double delta, at::Tensor& out);
+at::Tensor huber_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                               const at::Tensor& target, int64_t reduction, double delta);
+at::Tensor& huber_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                    const at::Tensor& target, int64_t reduction, double delta,
+                                    at::Tensor& grad_input);
+
+// random_extra.cpp
+at::Tensor randperm(int64_t n, std::optional<c10::ScalarType> dtype,
+                    std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                    std::optional<bool> pin_memory);
+at::Tensor randperm_generator(int64_t n, std::optional<at::Generator> generator,
+                              std::optional<c10::ScalarType> dtype,
+                              std::optional<c10::Layout> layout,
+                              std::optional<c10::Device> device, std::optional<bool> pin_memory);
+at::Tensor& randperm_out(int64_t n, at::Tensor& out);
+at::Tensor& randperm_generator_out(int64_t n, std::optional<at::Generator> generator,
+                                   at::Tensor& out);
+at::Tensor multinomial(const at::Tensor& self, int64_t num_samples, bool replacement,
+                       std::optional<at::Generator> generator);
+at::Tensor& multinomial_out(const at::Tensor& self, int64_t num_samples, bool replacement,
+                            std::optional<at::Generator> generator, at::Tensor& out);
+
 // ======== end of neural-network ops ========
 
 // The two sections below and above are kept apart so that work on each merges cleanly.
