@@ -85,18 +85,18 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
                               const c10::Scalar& threshold);
 
 // unary.cpp: (aten name, lowering in namespace unary, computes in float for integer inputs)
-#define TPU_UNARY_OPS(_)                                                                         \
-  _(abs, false)                                                                                  \
-  _(neg, false)                                                                                  \
-  _(ceil, false)                                                                                 \
-  _(floor, false)                                                                                \
-  _(round, false)                                                                                \
-  _(trunc, false)                                                                                \
-  _(sign, false)                                                                                 \
-  _(exp, true) _(expm1, true) _(log, true) _(log1p, true) _(log2, true) _(log10, true)           \
-      _(sqrt, true) _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true)    \
-          _(tanh, true) _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) _(sinh, true) \
-              _(cosh, true) _(erf, true)
+#define TPU_UNARY_OPS(_)                                                                        \
+  _(abs, false)                                                                                 \
+  _(neg, false)                                                                                 \
+  _(ceil, false)                                                                                \
+  _(floor, false)                                                                               \
+  _(round, false)                                                                               \
+  _(trunc, false)                                                                               \
+  _(sign, false)                                                                                \
+  _(sgn, false) _(exp, true) _(expm1, true) _(log, true) _(log1p, true) _(log2, true)           \
+      _(log10, true) _(sqrt, true) _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) \
+          _(tan, true) _(tanh, true) _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) \
+              _(sinh, true) _(cosh, true) _(erf, true)
 
 using UnaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&);
 namespace unary {
@@ -120,17 +120,19 @@ at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
 // to float; Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
 // in-place), T = Tensor only (name, name.out, name_).
 enum class BinaryKind { Common, Numeric, Compare, Logical, Float, Integral };
-#define TPU_BINARY_OPS(_)                                                                         \
-  _(eq, Compare, TS)                                                                              \
-  _(ne, Compare, TS)                                                                              \
-  _(lt, Compare, TS)                                                                              \
-  _(le, Compare, TS)                                                                              \
-  _(gt, Compare, TS)                                                                              \
-  _(ge, Compare, TS)                                                                              \
-  _(fmod, Numeric, TS)                                                                            \
-  _(remainder, Numeric, TS) _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS)              \
-      _(bitwise_xor, Integral, TS) _(maximum, Common, T) _(minimum, Common, T) _(atan2, Float, T) \
-          _(logical_and, Logical, T) _(logical_or, Logical, T) _(logical_xor, Logical, T)
+#define TPU_BINARY_OPS(_)                                                        \
+  _(eq, Compare, TS)                                                             \
+  _(ne, Compare, TS)                                                             \
+  _(lt, Compare, TS)                                                             \
+  _(le, Compare, TS)                                                             \
+  _(gt, Compare, TS)                                                             \
+  _(ge, Compare, TS)                                                             \
+  _(fmod, Numeric, TS)                                                           \
+  _(remainder, Numeric, TS)                                                      \
+  _(bitwise_and, Integral, TS)                                                   \
+  _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS) _(maximum, Common, T) \
+      _(minimum, Common, T) _(atan2, Float, T) _(logical_and, Logical, T)        \
+          _(logical_or, Logical, T) _(logical_xor, Logical, T)
 
 using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);
 namespace binary {
@@ -562,8 +564,8 @@ at::Tensor& log_sigmoid_backward_out(const at::Tensor& grad_output, const at::Te
                                      const at::Tensor& buffer, at::Tensor& grad_input);
 at::Tensor smooth_l1_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
                           double beta);
-at::Tensor& smooth_l1_loss_out(const at::Tensor& self, const at::Tensor& target,
-                               int64_t reduction, double beta, at::Tensor& out);
+at::Tensor& smooth_l1_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction,
+                               double beta, at::Tensor& out);
 at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                    const at::Tensor& target, int64_t reduction, double beta);
 at::Tensor& smooth_l1_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
@@ -585,8 +587,8 @@ at::Tensor randperm(int64_t n, std::optional<c10::ScalarType> dtype,
                     std::optional<bool> pin_memory);
 at::Tensor randperm_generator(int64_t n, std::optional<at::Generator> generator,
                               std::optional<c10::ScalarType> dtype,
-                              std::optional<c10::Layout> layout,
-                              std::optional<c10::Device> device, std::optional<bool> pin_memory);
+                              std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                              std::optional<bool> pin_memory);
 at::Tensor& randperm_out(int64_t n, at::Tensor& out);
 at::Tensor& randperm_generator_out(int64_t n, std::optional<at::Generator> generator,
                                    at::Tensor& out);

@@ -59,6 +59,14 @@ Value sign(Builder& b, const Value& x) {
   if (x.element() == hlo::ElementType::Pred) return x;
   return b.unary("sign", x);
 }
+// sign for real numbers; x / |x| (0 at 0) for complex ones.
+Value sgn(Builder& b, const Value& x) {
+  if (!hlo::is_complex(x.element())) return sign(b, x);
+  Value magnitude = b.convert(abs(b, x), x.element());
+  Value zero = splat(b, 0, x);
+  return b.select(b.compare(hlo::Compare::EQ, magnitude, zero), zero,
+                  b.binary("divide", x, magnitude));
+}
 Value exp(Builder& b, const Value& x) { return b.unary("exponential", x); }
 Value expm1(Builder& b, const Value& x) { return b.unary("exponential_minus_one", x); }
 Value log(Builder& b, const Value& x) { return b.unary("log", x); }
