@@ -5,6 +5,9 @@
 
 #include <array>
 #include <optional>
+#include <vector>
+
+#include "hlo/builder.h"
 
 namespace tpu::aten {
 
@@ -14,6 +17,13 @@ at::Generator new_generator(c10::DeviceIndex device);
 // The key (seed, offset) for the next random op on `device`, taken from `generator`
 // (or the device's default one), whose offset it then advances. Random ops pass the
 // key to their program at run time, so a new key never recompiles.
+class Program;
+
+// Uniform floats in [0, 1) of `type` (F32 or F64) and shape `dims`, drawn in `p` with the next
+// key of `generator` (or the device's default one). Defined in random.cpp.
+hlo::Value uniform01(Program& p, const std::vector<int64_t>& dims, hlo::ElementType type,
+                     const std::optional<at::Generator>& generator, c10::DeviceIndex device);
+
 std::array<uint64_t, 2> next_random_key(const std::optional<at::Generator>& generator,
                                         c10::DeviceIndex device);
 

@@ -24,7 +24,14 @@ Value splat(Builder& b, double v, ElementType type, const std::vector<int64_t>& 
   return b.broadcast_to(b.constant(v, type), dims);
 }
 
-// Uniform floats in [0, 1) of `type` (f32 or f64), built from the top mantissa bits.
+ElementType float_work_type(const at::Tensor& self) {
+  return self.scalar_type() == c10::kDouble ? ElementType::F64 : ElementType::F32;
+}
+
+}  // namespace
+
+// Uniform floats (declared in generator.h) in [0, 1) of `type` (f32 or f64), built from the top
+// mantissa bits.
 Value uniform01(Program& p, const std::vector<int64_t>& dims, ElementType type,
                 const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
   Builder& b = p.b();
@@ -38,12 +45,6 @@ Value uniform01(Program& p, const std::vector<int64_t>& dims, ElementType type,
   Value one_to_two = b.bitcast_convert(in_one_two, TensorType{type, dims});
   return b.binary("subtract", one_to_two, splat(b, 1, type, dims));
 }
-
-ElementType float_work_type(const at::Tensor& self) {
-  return self.scalar_type() == c10::kDouble ? ElementType::F64 : ElementType::F32;
-}
-
-}  // namespace
 
 at::Tensor& uniform_(at::Tensor& self, double from, double to,
                      std::optional<at::Generator> generator) {

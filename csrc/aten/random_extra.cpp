@@ -27,21 +27,6 @@ Value splat(Builder& b, double v, ElementType type, const std::vector<int64_t>& 
   return b.broadcast_to(b.constant(v, type), dims);
 }
 
-// Uniform floats in [0, 1) of `type` (f32 or f64) from the top mantissa bits (as in random.cpp).
-Value uniform01(Program& p, const std::vector<int64_t>& dims, ElementType type,
-                const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
-  Builder& b = p.b();
-  const bool wide = type == ElementType::F64;
-  const ElementType bits_type = wide ? ElementType::U64 : ElementType::U32;
-  Value bits = b.rng_bit_generator(p.key(next_random_key(generator, device)),
-                                   TensorType{bits_type, dims})[1];
-  Value shift = splat(b, wide ? 12 : 9, bits_type, dims);
-  Value exponent_of_one = splat(b, wide ? 4607182418800017408.0 : 1065353216.0, bits_type, dims);
-  Value in_one_two = b.binary("or", b.binary("shift_right_logical", bits, shift), exponent_of_one);
-  Value one_to_two = b.bitcast_convert(in_one_two, TensorType{type, dims});
-  return b.binary("subtract", one_to_two, splat(b, 1, type, dims));
-}
-
 // Sorts `keys` along its last axis, stably, carrying the int64 positions along that axis;
 // returns the permuted positions. `descending` orders the largest keys first.
 Value sorted_positions(Builder& b, const Value& keys, bool descending) {
