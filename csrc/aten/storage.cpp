@@ -5,6 +5,8 @@
 #include <c10/util/Exception.h>
 
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 #include "aten/device.h"
 #include "aten/program.h"
@@ -17,7 +19,27 @@ namespace {
 // Fake device addresses: far above user space, 256-byte aligned, never reused.
 std::atomic<uintptr_t> next_address{uintptr_t{1} << 52};
 
-void delete_storage(void* context) { delete static_cast<runtime::DeviceStorage*>(context); }
+// Live storages by address, so a tensor PyTorch builds with at::from_blob over a tpu
+// storage's address (as storage serialization does) still finds its device buffer.
+std::mutex live_mutex;
+std::unordered_map<uintptr_t, runtime::DeviceStorage*> live;
+
+// What a tpu DataPtr's context owns: the storage and the address it was given.
+struct Allocation {
+  Allocation(int device, size_t nbytes, uintptr_t address)
+      : storage(device, nbytes), address(address) {}
+  runtime::DeviceStorage storage;
+  uintptr_t address;
+};
+
+void delete_storage(void* context) {
+  auto* allocation = static_cast<Allocation*>(context);
+  {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.erase(allocation->address);
+  }
+  delete allocation;
+}
 
 class TpuAllocator final : public c10::Allocator {
  public:
@@ -30,9 +52,13 @@ class TpuAllocator final : public c10::Allocator {
     } catch (const runtime::OutOfMemory& e) {
       TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
     }
-    auto storage = std::make_unique<runtime::DeviceStorage>(device, nbytes);
     uintptr_t address = next_address.fetch_add((nbytes + 511) / 256 * 256);
-    return c10::DataPtr(reinterpret_cast<void*>(address), storage.release(), &delete_storage,
+    auto allocation = std::make_unique<Allocation>(device, nbytes, address);
+    {
+      std::lock_guard<std::mutex> lock(live_mutex);
+      live[address] = &allocation->storage;
+    }
+    return c10::DataPtr(reinterpret_cast<void*>(address), allocation.release(), &delete_storage,
                         where);
   }
 
@@ -53,9 +79,15 @@ runtime::DeviceStorage* device_storage(const c10::Storage& storage) {
   const c10::DataPtr& data = storage.data_ptr();
   TORCH_INTERNAL_ASSERT(data.device().type() == c10::DeviceType::PrivateUse1);
   if (data.get() == nullptr) return nullptr;
-  TORCH_CHECK(data.get_deleter() == &delete_storage,
-              "this tpu storage was not allocated by torch_tpu (it has a foreign DataPtr)");
-  return static_cast<runtime::DeviceStorage*>(data.get_context());
+  if (data.get_deleter() == &delete_storage) {
+    return &static_cast<Allocation*>(data.get_context())->storage;
+  }
+  std::lock_guard<std::mutex> lock(live_mutex);
+  auto found = live.find(reinterpret_cast<uintptr_t>(data.get()));
+  TORCH_CHECK(found != live.end(),
+              "this tpu storage does not start at a tpu allocation (a foreign or offset DataPtr); "
+              "copy the tensor with Tensor.to() instead");
+  return found->second;
 }
 
 void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
@@ -64,7 +96,7 @@ void resize_storage_bytes(const c10::Storage& storage, size_t nbytes) {
   c10::DataPtr fresh = allocator()->allocate(nbytes);
   runtime::DeviceStorage* old = device_storage(storage);
   if (old != nullptr && old->has_buffer() && nbytes > 0) {
-    copy_storage_prefix(*old, *static_cast<runtime::DeviceStorage*>(fresh.get_context()));
+    copy_storage_prefix(*old, static_cast<Allocation*>(fresh.get_context())->storage);
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
   storage.unsafeGetStorageImpl()->set_nbytes(nbytes);
