@@ -85,18 +85,15 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
                               const c10::Scalar& threshold);
 
 // unary.cpp: (aten name, lowering in namespace unary, computes in float for integer inputs)
-#define TPU_UNARY_OPS(_)                                                                        \
-  _(abs, false)                                                                                 \
-  _(neg, false)                                                                                 \
-  _(ceil, false)                                                                                \
-  _(floor, false)                                                                               \
-  _(round, false)                                                                               \
-  _(trunc, false)                                                                               \
-  _(sign, false)                                                                                \
-  _(sgn, false) _(exp, true) _(expm1, true) _(log, true) _(log1p, true) _(log2, true)           \
-      _(log10, true) _(sqrt, true) _(rsqrt, true) _(reciprocal, true) _(sin, true) _(cos, true) \
-          _(tan, true) _(tanh, true) _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) \
-              _(sinh, true) _(cosh, true) _(erf, true)
+// clang-format off
+#define TPU_UNARY_OPS(_) \
+  _(abs, false) _(neg, false) _(ceil, false) _(floor, false) _(round, false) \
+  _(trunc, false) _(sign, false) _(sgn, false) _(exp, true) _(expm1, true) _(log, true) \
+  _(log1p, true) _(log2, true) _(log10, true) _(sqrt, true) _(rsqrt, true) \
+  _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true) _(tanh, true) \
+  _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) _(sinh, true) _(cosh, true) \
+  _(erf, true)
+// clang-format on
 
 using UnaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&);
 namespace unary {
@@ -120,19 +117,14 @@ at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
 // to float; Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
 // in-place), T = Tensor only (name, name.out, name_).
 enum class BinaryKind { Common, Numeric, Compare, Logical, Float, Integral };
-#define TPU_BINARY_OPS(_)                                                        \
-  _(eq, Compare, TS)                                                             \
-  _(ne, Compare, TS)                                                             \
-  _(lt, Compare, TS)                                                             \
-  _(le, Compare, TS)                                                             \
-  _(gt, Compare, TS)                                                             \
-  _(ge, Compare, TS)                                                             \
-  _(fmod, Numeric, TS)                                                           \
-  _(remainder, Numeric, TS)                                                      \
-  _(bitwise_and, Integral, TS)                                                   \
-  _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS) _(maximum, Common, T) \
-      _(minimum, Common, T) _(atan2, Float, T) _(logical_and, Logical, T)        \
-          _(logical_or, Logical, T) _(logical_xor, Logical, T)
+// clang-format off
+#define TPU_BINARY_OPS(_) \
+  _(eq, Compare, TS) _(ne, Compare, TS) _(lt, Compare, TS) _(le, Compare, TS) \
+  _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS) _(remainder, Numeric, TS) \
+  _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS) \
+  _(maximum, Common, T) _(minimum, Common, T) _(atan2, Float, T) \
+  _(logical_and, Logical, T) _(logical_or, Logical, T) _(logical_xor, Logical, T)
+// clang-format on
 
 using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);
 namespace binary {
