@@ -38,7 +38,28 @@ void lower_mm(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& 
   p.run();
 }
 
-// out = beta * self + alpha * (mat1 @ mat2); beta == 0 ignores self (even NaNs), as PyTorch does.
+bool is_integer(const c10::Scalar& s, int64_t value) {
+  return s.isIntegral(true) && s.to<int64_t>() == value;
+}
+
+// alpha * product + beta * self; beta == 0 ignores self (even NaNs), as PyTorch does, and so
+// does a null self. Multiplications by 1 are left out.
+hlo::Value scale_and_add(Program& p, hlo::Value product, const at::Tensor* self,
+                         const c10::Scalar& beta, const c10::Scalar& alpha,
+                         c10::ScalarType accumulate, const std::vector<int64_t>& shape) {
+  auto& b = p.b();
+  if (!is_integer(alpha, 1)) {
+    product = b.binary("multiply", product, b.broadcast_to(p.scalar(alpha, accumulate), shape));
+  }
+  if (self == nullptr || is_integer(beta, 0)) return product;
+  hlo::Value bias = b.broadcast_to(p.read(*self, accumulate), shape);
+  if (!is_integer(beta, 1)) {
+    bias = b.binary("multiply", bias, b.broadcast_to(p.scalar(beta, accumulate), shape));
+  }
+  return b.binary("add", product, bias);
+}
+
+// out = beta * self + alpha * (mat1 @ mat2).
 void lower_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                  const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& out) {
   check_mm(mat1, mat2);
@@ -48,19 +69,7 @@ void lower_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
   std::vector<int64_t> shape{mat1.size(0), mat2.size(1)};
   c10::ScalarType accumulate = accumulate_type(mat1.scalar_type());
   Program p("aten::addmm");
-  auto& b = p.b();
-  hlo::Value result = product(p, mat1, mat2);
-  if (!(alpha.isIntegral(true) && alpha.to<int64_t>() == 1)) {
-    result = b.binary("multiply", result, b.broadcast_to(p.scalar(alpha, accumulate), shape));
-  }
-  if (!(beta.isIntegral(true) && beta.to<int64_t>() == 0)) {
-    hlo::Value bias = b.broadcast_to(p.read(self, accumulate), shape);
-    if (!(beta.isIntegral(true) && beta.to<int64_t>() == 1)) {
-      bias = b.binary("multiply", bias, b.broadcast_to(p.scalar(beta, accumulate), shape));
-    }
-    result = b.binary("add", result, bias);
-  }
-  p.write(out, result);
+  p.write(out, scale_and_add(p, product(p, mat1, mat2), &self, beta, alpha, accumulate, shape));
   p.run();
 }
 
@@ -140,20 +149,9 @@ void lower_baddbmm(const char* name, const at::Tensor* self, const at::Tensor& b
   std::vector<int64_t> shape{batch1.size(0), batch1.size(1), batch2.size(2)};
   c10::ScalarType accumulate = accumulate_type(batch1.scalar_type());
   Program p(name);
-  auto& b = p.b();
-  hlo::Value result =
-      b.dot_general(p.read(batch1), p.read(batch2), {0}, {0}, {2}, {1}, element_type(accumulate));
-  if (!(alpha.isIntegral(true) && alpha.to<int64_t>() == 1)) {
-    result = b.binary("multiply", result, b.broadcast_to(p.scalar(alpha, accumulate), shape));
-  }
-  if (self != nullptr && !(beta.isIntegral(true) && beta.to<int64_t>() == 0)) {
-    hlo::Value bias = b.broadcast_to(p.read(*self, accumulate), shape);
-    if (!(beta.isIntegral(true) && beta.to<int64_t>() == 1)) {
-      bias = b.binary("multiply", bias, b.broadcast_to(p.scalar(beta, accumulate), shape));
-    }
-    result = b.binary("add", result, bias);
-  }
-  p.write(out, result);
+  hlo::Value product = p.b().dot_general(p.read(batch1), p.read(batch2), {0}, {0}, {2}, {1},
+                                         element_type(accumulate));
+  p.write(out, scale_and_add(p, product, self, beta, alpha, accumulate, shape));
   p.run();
 }
 

@@ -82,11 +82,9 @@ std::string Builder::name(const Value& v) const {
   return v.result < 0 ? base : base + "#" + std::to_string(v.result);
 }
 
-Value Builder::op(const std::string& op_name, const std::vector<Value>& operands,
-                  const TensorType& result, const std::string& attributes,
-                  const std::string& region) {
-  Value out{next_id_++, result};
-  std::string line = "    " + name(out) + " = \"stablehlo." + op_name + "\"(";
+std::string Builder::op_text(const std::string& op_name, const std::vector<Value>& operands,
+                             const std::string& attributes, const std::string& region) const {
+  std::string line = "\"stablehlo." + op_name + "\"(";
   std::string types = "(";
   for (size_t i = 0; i < operands.size(); ++i) {
     line += (i ? ", " : "") + name(operands[i]);
@@ -95,8 +93,15 @@ Value Builder::op(const std::string& op_name, const std::vector<Value>& operands
   line += ")";
   if (!region.empty()) line += " " + region;
   if (!attributes.empty()) line += " {" + attributes + "}";
-  line += " : " + types + ") -> " + result.str() + "\n";
-  body_ += line;
+  return line + " : " + types + ")";
+}
+
+Value Builder::op(const std::string& op_name, const std::vector<Value>& operands,
+                  const TensorType& result, const std::string& attributes,
+                  const std::string& region) {
+  Value out{next_id_++, result};
+  body_ += "    " + name(out) + " = " + op_text(op_name, operands, attributes, region) + " -> " +
+           result.str() + "\n";
   return out;
 }
 
@@ -105,22 +110,14 @@ std::vector<Value> Builder::op_multi(const std::string& op_name, const std::vect
                                      const std::string& attributes, const std::string& region) {
   int id = next_id_++;
   std::string line = "    %" + prefix_ + std::to_string(id) + ":" + std::to_string(results.size()) +
-                     " = \"stablehlo." + op_name + "\"(";
-  std::string types = "(";
-  for (size_t i = 0; i < operands.size(); ++i) {
-    line += (i ? ", " : "") + name(operands[i]);
-    types += (i ? ", " : "") + operands[i].type.str();
-  }
-  line += ")";
-  if (!region.empty()) line += " " + region;
-  if (!attributes.empty()) line += " {" + attributes + "}";
+                     " = " + op_text(op_name, operands, attributes, region);
   std::string result_types;
   std::vector<Value> out;
   for (size_t i = 0; i < results.size(); ++i) {
     result_types += (i ? ", " : "") + results[i].str();
     out.push_back(Value{id, results[i], static_cast<int>(i)});
   }
-  body_ += line + " : " + types + ") -> (" + result_types + ")\n";
+  body_ += line + " -> (" + result_types + ")\n";
   return out;
 }
 

@@ -97,6 +97,9 @@ class Builder {
     return this->op(op, operands, result, attributes, region);
   }
   std::string name(const Value& v) const;
+  // "\"stablehlo.<name>\"(operands) <region> {<attributes>} : (operand types)".
+  std::string op_text(const std::string& op_name, const std::vector<Value>& operands,
+                      const std::string& attributes, const std::string& region) const;
 
   std::vector<TensorType> parameters_;
   std::vector<int> parameter_alias_;  // output index or -1
