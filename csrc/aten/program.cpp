@@ -197,18 +197,19 @@ void Program::run() {
   const pjrt::Client& client = rt.client();
   auto executable = rt.programs().get(builder_.module_text(results));
 
-  std::vector<pjrt::BufferPtr> scalars;
+  std::vector<pjrt::BufferPtr> inputs;
   std::vector<PJRT_Buffer*> arguments;
   for (const Operand& operand : operands_) {
     if (operand.storage >= 0) {
-      arguments.push_back(storages_[operand.storage].storage->buffer()->get());
+      inputs.push_back(storages_[operand.storage].storage->buffer());
     } else {
-      scalars.push_back(client.buffer_from_host(
+      inputs.push_back(client.buffer_from_host(
           operand.bytes.data(), buffer_type(element_type(operand.type)), operand.dims, device_));
-      arguments.push_back(scalars.back()->get());
     }
+    arguments.push_back(inputs.back()->get());
   }
   std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments, client.device(device_));
+  rt.retire(std::move(inputs), outputs.front());
   runtime::metrics().count_execution();
   runtime::metrics().count_native(op_name_);
   for (size_t i = 0; i < written.size(); ++i) {

@@ -165,7 +165,26 @@ std::string DeferredGraph::build_text(const std::vector<Value>& results,
   return text;
 }
 
+void DeferredGraph::raise_failed_checks() {
+  std::vector<Download> downloads;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    downloads.swap(downloads_);
+  }
+  std::exception_ptr first;
+  for (Download& download : downloads) {
+    try {
+      download.done->await();
+      download.on_result(*download.bytes);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
 void DeferredGraph::flush() {
+  raise_failed_checks();
   std::unique_lock<std::recursive_mutex> lock(mutex_);
   std::vector<DeviceStorage*> live;
   std::vector<Value> results;
@@ -215,6 +234,13 @@ void DeferredGraph::flush() {
     // Donated buffers are consumed by the run: drop our references first.
     std::vector<pjrt::BufferPtr> operands = std::move(buffers_);
     outputs = executable->execute(arguments, client.device(device_));
+    // Donated operands were consumed; the others are kept until the run is done.
+    std::vector<pjrt::BufferPtr> read = std::move(host_buffers);
+    for (size_t i = 0; i < operands.size(); ++i) {
+      if (donated_to[i] < 0) read.push_back(std::move(operands[i]));
+    }
+    operands.clear();
+    runtime.retire(std::move(read), outputs.front());
     metrics().count_execution();
     metrics().count_fused_graph(ops_);
   } catch (const std::exception& e) {
@@ -225,18 +251,17 @@ void DeferredGraph::flush() {
     throw;
   }
   for (size_t i = 0; i < live.size(); ++i) live[i]->resolve(outputs[i], results[i].type.element);
+  for (size_t c = 0; c < checks.size(); ++c) {
+    const hlo::TensorType& type = checks[c].value.type;
+    auto bytes = std::make_unique<std::vector<unsigned char>>(type.num_elements() *
+                                                              hlo::byte_size(type.element));
+    const pjrt::BufferPtr& source = outputs[live.size() + c];
+    auto done = source->to_host_async(bytes->data(), bytes->size());
+    downloads_.push_back(
+        Download{source, std::move(bytes), std::move(done), std::move(checks[c].on_result)});
+  }
   reset();
   Runtime::get().track(outputs);
-  lock.unlock();
-
-  // Deferred checks raise now, in the order their ops ran.
-  for (size_t c = 0; c < checks.size(); ++c) {
-    const pjrt::BufferPtr& buffer = outputs[live.size() + c];
-    std::vector<unsigned char> bytes(checks[c].value.type.num_elements() *
-                                     hlo::byte_size(checks[c].value.type.element));
-    buffer->to_host(bytes.data(), bytes.size());
-    checks[c].on_result(bytes);
-  }
 }
 
 void DeferredGraph::reset() {

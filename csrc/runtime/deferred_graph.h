@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 
 #include "hlo/types.h"
 #include "pjrt/buffer.h"
+#include "pjrt/event.h"
 
 namespace tpu::runtime {
 
@@ -48,14 +50,18 @@ class DeferredGraph {
   void record(const std::string& function, const std::vector<Argument>& arguments,
               const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs);
 
-  // After the next flush, `on_result` gets the bytes of `storage`'s current
-  // (pending) value, and may throw: deferred checks, such as index bounds, raise
-  // there. Runs at once when the storage is not pending here.
+  // `on_result` gets the bytes of `storage`'s current (pending) value once the graph
+  // has run, and may throw: deferred checks, such as index bounds, raise there. The
+  // bytes are copied back asynchronously, and checked at the next flush, download
+  // or synchronize (raise_failed_checks), so a check never stalls the host. Runs at
+  // once when the storage is not pending here.
   void check(DeviceStorage* storage,
              std::function<void(const std::vector<unsigned char>&)> on_result);
 
   // Compiles (once per structure) and runs the graph; resolves pending storages.
   void flush();
+  // Waits for the checks of graphs already run and raises the first that failed.
+  void raise_failed_checks();
   // The number of ops recorded since the last flush.
   int64_t size();
 
@@ -69,6 +75,12 @@ class DeferredGraph {
   };
   struct Check {
     Value value;
+    std::function<void(const std::vector<unsigned char>&)> on_result;
+  };
+  struct Download {  // a check's value on its way to the host
+    pjrt::BufferPtr source;
+    std::unique_ptr<std::vector<unsigned char>> bytes;
+    std::unique_ptr<pjrt::Event> done;
     std::function<void(const std::vector<unsigned char>&)> on_result;
   };
   struct HostGroup {  // host values of one element type, packed in one operand
@@ -99,6 +111,7 @@ class DeferredGraph {
   std::vector<DeviceStorage*> pending_;
   std::unordered_map<DeviceStorage*, size_t> pending_index_;
   std::vector<Check> checks_;
+  std::vector<Download> downloads_;
 };
 
 }  // namespace tpu::runtime

@@ -23,6 +23,10 @@ void Runtime::flush_deferred() {
   for (auto& graph : graphs_) graph->flush();
 }
 
+void Runtime::raise_deferred_checks() {
+  for (auto& graph : graphs_) graph->raise_failed_checks();
+}
+
 Runtime& Runtime::initialize(const std::string& plugin_path) {
   std::lock_guard<std::mutex> lock(init_mutex);
   if (instance != nullptr) {
@@ -59,6 +63,19 @@ void Runtime::track(const std::vector<pjrt::BufferPtr>& pending) {
   }
 }
 
+void Runtime::retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output) {
+  std::deque<Retired> released;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  retired_.push_back(Retired{std::move(inputs), output->ready_event()});
+  // Executions finish in order per device: release from the front while done, and
+  // bound the backlog in loops that never synchronize.
+  while (!retired_.empty() && (retired_.size() > 1024 || retired_.front().done->is_ready())) {
+    if (!retired_.front().done->is_ready()) retired_.front().done->await();
+    released.push_back(std::move(retired_.front()));
+    retired_.pop_front();
+  }
+}
+
 void Runtime::synchronize() {
   flush_deferred();
   std::vector<std::weak_ptr<pjrt::Buffer>> waiting;
@@ -66,9 +83,16 @@ void Runtime::synchronize() {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     waiting.swap(pending_);
   }
+  std::deque<Retired> retired;
   for (auto& weak : waiting) {
     if (pjrt::BufferPtr buffer = weak.lock()) buffer->ready_event()->await();
   }
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    retired.swap(retired_);
+  }
+  for (Retired& r : retired) r.done->await();
+  raise_deferred_checks();
 }
 
 bool Runtime::is_initialized() { return instance != nullptr; }

@@ -1,11 +1,13 @@
 #pragma once
 // The process-wide runtime: one PJRT plugin, its client and the program cache.
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "pjrt/client.h"
+#include "pjrt/event.h"
 #include "runtime/deferred_graph.h"
 #include "runtime/program_cache.h"
 
@@ -24,6 +26,11 @@ class Runtime {
   ProgramCache& programs() { return *programs_; }
   int device_count() const { return client_->device_count(); }
 
+  // Keeps `inputs` of an execution alive until `output` is computed. Destroying a
+  // buffer that a running execution still reads blocks until it finishes, which
+  // would make every dispatch synchronous; retired buffers go once it has.
+  void retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output);
+
   // Remembers buffers still being computed, so synchronize() can wait for them.
   void track(const std::vector<pjrt::BufferPtr>& pending);
   // Runs every pending deferred graph, then blocks until every tracked
@@ -34,6 +41,8 @@ class Runtime {
   DeferredGraph& deferred_graph(int device) { return *graphs_.at(device); }
   // Runs every device's pending graph (without waiting for the results).
   void flush_deferred();
+  // Raises the first failed check of the deferred graphs already run (waiting for them).
+  void raise_deferred_checks();
 
  private:
   explicit Runtime(std::shared_ptr<pjrt::Plugin> plugin);
@@ -45,6 +54,11 @@ class Runtime {
   std::mutex pending_mutex_;
   // Weak: a buffer nobody holds any more needs no waiting for.
   std::vector<std::weak_ptr<pjrt::Buffer>> pending_;
+  struct Retired {
+    std::vector<pjrt::BufferPtr> inputs;
+    std::unique_ptr<pjrt::Event> done;
+  };
+  std::deque<Retired> retired_;
 };
 
 }  // namespace tpu::runtime
