@@ -190,6 +190,16 @@ def test_a_training_loop_reaches_a_steady_state_and_matches_strict():
     assert peak <= 1.25 * strict_peak
 
 
+def test_the_gpt_example_trains_exactly_as_in_strict():
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from train_gpt import _train
+
+    _, strict = _train("tpu", steps=6)
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        _, deferred_losses = _train("tpu", steps=6)
+    assert deferred_losses == pytest.approx(strict, rel=1e-5)
+
+
 def test_a_deferred_bad_index_raises_at_the_sync_point_and_leaves_the_device_usable(deferred):
     w = torch.randn(4, 2, device="tpu")
     bad = torch.tensor([0, 9], device="tpu")
