@@ -234,13 +234,9 @@ void DeferredGraph::flush() {
     // Donated buffers are consumed by the run: drop our references first.
     std::vector<pjrt::BufferPtr> operands = std::move(buffers_);
     outputs = executable->execute(arguments, client.device(device_));
-    // Donated operands were consumed; the others are kept until the run is done.
-    std::vector<pjrt::BufferPtr> read = std::move(host_buffers);
-    for (size_t i = 0; i < operands.size(); ++i) {
-      if (donated_to[i] < 0) read.push_back(std::move(operands[i]));
-    }
-    operands.clear();
-    runtime.retire(std::move(read), outputs.front());
+    // Kept until the run is done (destroying even a donated one waits for the run).
+    operands.insert(operands.end(), host_buffers.begin(), host_buffers.end());
+    runtime.retire(std::move(operands), outputs.front());
     metrics().count_execution();
     metrics().count_fused_graph(ops_);
   } catch (const std::exception& e) {

@@ -57,7 +57,9 @@ void Runtime::track(const std::vector<pjrt::BufferPtr>& pending) {
     std::vector<std::weak_ptr<pjrt::Buffer>> still_running;
     for (auto& weak : pending_) {
       pjrt::BufferPtr buffer = weak.lock();
-      if (buffer != nullptr && !buffer->ready_event()->is_ready()) still_running.push_back(weak);
+      if (buffer != nullptr && !buffer->is_deleted() && !buffer->ready_event()->is_ready()) {
+        still_running.push_back(weak);
+      }
     }
     pending_.swap(still_running);
   }
@@ -85,7 +87,9 @@ void Runtime::synchronize() {
   }
   std::deque<Retired> retired;
   for (auto& weak : waiting) {
-    if (pjrt::BufferPtr buffer = weak.lock()) buffer->ready_event()->await();
+    pjrt::BufferPtr buffer = weak.lock();
+    // A donated buffer was consumed by a later run, which is waited for in its place.
+    if (buffer != nullptr && !buffer->is_deleted()) buffer->ready_event()->await();
   }
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);
