@@ -187,7 +187,7 @@ void Program::run() {
   if (results.empty()) return;
   runtime::Runtime& rt = runtime::Runtime::get();
   const pjrt::Client& client = rt.client();
-  auto executable = rt.programs().get(builder_.module_text(results));
+  auto executable = rt.programs().get(builder_.module_text(results), op_name_);
 
   std::vector<pjrt::BufferPtr> scalars;
   std::vector<PJRT_Buffer*> arguments;
