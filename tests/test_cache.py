@@ -91,39 +91,29 @@ def counts():
     return torch_tpu.metrics.snapshot()
 
 
-def test_a_restarted_process_compiles_nothing(tmp_path):
-    cold, log = finish(start(tmp_path, TORCH_TPU_LOG_RECOMPILES="1"))
-    assert cold["metrics"]["compiles"] > 0
-    assert cold["metrics"]["disk_writes"] == cold["metrics"]["compiles"]
-    assert "[torch_tpu] compile aten::mm: new op" in log
-    assert cold["stats"]["entries"] == cold["metrics"]["compiles"]
+def test_concurrent_writers_then_a_restart_that_compiles_nothing(tmp_path):
+    # Four processes start at once on one empty directory, all writing entries.
+    writers = [start(tmp_path, TORCH_TPU_LOG_RECOMPILES="1") for _ in range(4)]
+    outcomes = [finish(process) for process in writers]
+    results = outcomes[0][0]["results"]
+    for outcome, log in outcomes:
+        assert outcome["results"] == results
+        compiles = outcome["metrics"]["compiles"]
+        # The recompile log has one line per real compile, each with its reason.
+        assert log.count("[torch_tpu] compile ") == compiles, log
+        assert outcome["metrics"]["disk_writes"] == compiles
+    assert sum(outcome["metrics"]["compiles"] for outcome, _ in outcomes) > 0
+    assert any("[torch_tpu] compile aten::mm: new op" in log for _, log in outcomes)
+    # Nothing but whole entries is left: temporary files were all renamed into place.
+    assert [p for p in tmp_path.iterdir() if not p.name.endswith(".tpuexec")] == []
 
+    # A restarted process on the warm directory compiles nothing and computes the same.
     warm, log = finish(start(tmp_path, TORCH_TPU_LOG_RECOMPILES="1"))
     assert warm["metrics"]["compiles"] == 0
-    assert warm["metrics"]["disk_hits"] == cold["metrics"]["compiles"]
+    assert warm["metrics"]["disk_hits"] > 0
     assert warm["metrics"]["disk_corrupt"] == 0
-    assert warm["results"] == cold["results"]
-    assert "compile" not in log
-
-
-def test_concurrent_writers_share_one_directory(tmp_path):
-    processes = [start(tmp_path) for _ in range(4)]
-    outcomes = [finish(process)[0] for process in processes]
-    assert all(outcome["results"] == outcomes[0]["results"] for outcome in outcomes)
-    assert not [p for p in tmp_path.iterdir() if not p.name.endswith(".tpuexec")]
-    # Every entry left behind is whole and valid: this process loads all it needs.
-    previous = torch_tpu.cache.directory()
-    torch_tpu.cache._configure(str(tmp_path))
-    try:
-        _C._cache_clear_memory()
-        before = counts()
-        assert workload() == outcomes[0]["results"]
-        after = counts()
-    finally:
-        torch_tpu.cache._configure(previous)
-    assert after["compiles"] == before["compiles"]
-    assert after["disk_corrupt"] == before["disk_corrupt"]
-    assert after["disk_hits"] > before["disk_hits"]
+    assert warm["results"] == results
+    assert "[torch_tpu] compile" not in log
 
 
 def flip_a_byte(data):
@@ -168,7 +158,8 @@ def test_damaged_entries_are_recompiled(private_cache, damage):
 def test_size_cap_evicts_least_recently_used(private_cache):
     x = torch.ones(8, device="tpu")
     (x + 1).cpu()
-    one_entry = torch_tpu.cache.stats()["bytes"]
+    stats = torch_tpu.cache.stats()
+    one_entry = stats["bytes"] / stats["entries"]
     torch_tpu.cache._configure(str(private_cache), max_bytes=int(one_entry * 2.5))
     before = counts()
     for n in range(9, 14):  # five new programs
@@ -226,6 +217,7 @@ def test_recompile_log_names_the_reason(private_cache, capfd):
     assert len(lines) == 2, log
     assert "new op" in lines[0]
     assert "new shapes, dtypes or layout" in lines[1] and "tensor<13xf32>" in lines[1], log
-    sums = [line for line in log.splitlines() if "aten::sum.dim_IntList" in line]
+    sums = [line for line in log.splitlines() if "aten::sum:" in line]
     assert len(sums) == 2, log
-    assert "new graph structure" in sums[1], log
+    assert "new op" in sums[0]
+    assert "new graph structure" in sums[1] and "array<i64: 1>" in sums[1], log

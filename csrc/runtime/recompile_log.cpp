@@ -48,23 +48,29 @@ struct Parsed {
   std::vector<std::string> parameters;  // "%arg0: tensor<3xf32>"
   std::vector<std::string> results;     // "tensor<3xf32>"
   std::vector<std::string> body;        // every line but the signature
+  std::vector<size_t> body_line;        // their line numbers in the program (from 1)
 };
 
 Parsed parse(const std::string& program) {
   Parsed parsed;
+  bool signature_seen = false;
+  size_t number = 0;
   size_t start = 0;
   while (start < program.size()) {
     size_t end = program.find('\n', start);
     if (end == std::string::npos) end = program.size();
     std::string line = program.substr(start, end - start);
+    number += 1;
     size_t main = line.find("@main(");
-    if (main != std::string::npos && parsed.parameters.empty() && parsed.results.empty()) {
+    if (main != std::string::npos && !signature_seen) {
+      signature_seen = true;
       size_t open = main + 5;
       parsed.parameters = list_at(line, open);
       size_t arrow = line.find(") -> (", open);
       if (arrow != std::string::npos) parsed.results = list_at(line, arrow + 5);
     } else {
       parsed.body.push_back(line);
+      parsed.body_line.push_back(number);
     }
     start = end + 1;
   }
@@ -127,8 +133,8 @@ std::string first_body_difference(const Parsed& old, const Parsed& now) {
     size_t at =
         std::mismatch(a.begin(), a.begin() + std::min(a.size(), b.size()), b.begin()).first -
         a.begin();
-    return "line " + std::to_string(i + 2) + ": `" + excerpt(a, at) + "` -> `" + excerpt(b, at) +
-           "`";
+    return "line " + std::to_string(now.body_line[i]) + ": `" + excerpt(a, at) + "` -> `" +
+           excerpt(b, at) + "`";
   }
   return std::to_string(old.body.size()) + " lines -> " + std::to_string(now.body.size());
 }
