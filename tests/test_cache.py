@@ -221,3 +221,28 @@ def test_recompile_log_names_the_reason(private_cache, capfd):
     assert len(sums) == 2, log
     assert "new op" in sums[0]
     assert "new graph structure" in sums[1] and "array<i64: 1>" in sums[1], log
+
+
+def test_fused_graphs_are_cached_on_disk_too(private_cache, capfd):
+    x = torch.randn(6, 4)
+
+    def step():
+        with torch_tpu.eager_mode("defer_and_fuse"):
+            y = (x.to("tpu").sin() * 2 + 1).relu().sum(dim=1)
+            return y.cpu()
+
+    old = torch_tpu.cache._log_recompiles(True)
+    try:
+        expected = step()
+        torch.testing.assert_close(expected, (x.sin() * 2 + 1).relu().sum(dim=1))
+        assert "compile fused graph: new fused graph" in capfd.readouterr().err
+        _C._cache_clear_memory()  # as if the process restarted
+        before = counts()
+        assert torch.equal(step(), expected)
+        after = counts()
+    finally:
+        torch_tpu.cache._log_recompiles(old)
+    assert after["compiles"] == before["compiles"]
+    assert after["disk_hits"] > before["disk_hits"]
+    assert after["fused_graphs"] > before["fused_graphs"]
+    assert "compile" not in capfd.readouterr().err

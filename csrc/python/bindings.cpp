@@ -70,6 +70,8 @@ py::dict metrics_snapshot() {
   out["disk_writes"] = s.disk_writes;
   out["disk_evictions"] = s.disk_evictions;
   out["disk_corrupt"] = s.disk_corrupt;
+  out["fused_graphs"] = s.fused_graphs;
+  out["fused_ops"] = s.fused_ops;
   out["cpu_fallbacks"] = s.cpu_fallbacks;
   out["native_ops"] = s.native_ops;
   return out;
@@ -111,6 +113,10 @@ PYBIND11_MODULE(_C, m) {
     aten::set_eager_mode(parsed);
   });
   m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
+  m.def("_sync", [] {
+    py::gil_scoped_release no_gil;
+    aten::sync();
+  });
   m.def("_get_fallback_mode", [] {
     switch (aten::fallback_mode()) {
       case aten::FallbackMode::Warn: return "warn";

@@ -14,6 +14,8 @@ struct MetricsSnapshot {
   int64_t host_to_device = 0;
   int64_t device_to_host = 0;
   double compile_seconds = 0;
+  int64_t fused_graphs = 0;                      // defer_and_fuse graphs run
+  int64_t fused_ops = 0;                         // ops recorded into them
   // The disk cache (compiles counts real XLA compiles only; a disk hit is not one).
   int64_t disk_hits = 0;       // executables loaded from disk
   int64_t disk_misses = 0;     // no entry on disk
@@ -32,6 +34,7 @@ class Metrics {
   void count_cache_hit();
   void count_disk(DiskEvent event);
   void count_execution();
+  void count_fused_graph(int64_t ops);
   void count_host_to_device();
   void count_device_to_host();
   void count_fallback(const std::string& op);

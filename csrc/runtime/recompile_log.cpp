@@ -180,7 +180,10 @@ std::string RecompileLog::explain(const std::string& label, const std::string& p
   std::lock_guard<std::mutex> lock(mutex_);
   std::deque<std::string>& history = history_[label];
   std::string why = explain_compile({history.begin(), history.end()}, program);
-  if (label.empty() && why == "new op") why = "new program";
+  // An op's first program is a "new op"; that of a graph or an unlabelled program is new too.
+  if (why == "new op" && label.find("::") == std::string::npos) {
+    why = "new " + (label.empty() ? std::string("program") : label);
+  }
   if (std::find(history.begin(), history.end(), program) == history.end()) {
     history.push_back(program);
     if (history.size() > kHistoryPerLabel) history.pop_front();
