@@ -1,8 +1,17 @@
-"""Shared pytest setup for torch_tpu's Python tests: makes the repository importable
-and imports torch_tpu once, so every test file sees the ``tpu`` device."""
+"""Shared pytest setup for torch_tpu's Python tests: makes the repository importable,
+points the disk compile cache at a temporary directory (never the user's ~/.cache; it
+is warm across test files and removed at exit), and imports torch_tpu once, so every
+test file sees the ``tpu`` device."""
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
+
+_CACHE_DIR = tempfile.mkdtemp(prefix="torch_tpu_test_cache_")
+os.environ["TORCH_TPU_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

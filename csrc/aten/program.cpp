@@ -195,7 +195,7 @@ void Program::run() {
   }
   runtime::Runtime& rt = runtime::Runtime::get();
   const pjrt::Client& client = rt.client();
-  auto executable = rt.programs().get(builder_.module_text(results));
+  auto executable = rt.programs().get(builder_.module_text(results), op_name_);
 
   std::vector<pjrt::BufferPtr> inputs;
   std::vector<PJRT_Buffer*> arguments;

@@ -15,6 +15,9 @@
 namespace py = pybind11;
 
 namespace tpu {
+
+void register_cache_bindings(py::module& m);  // cache_bindings.cpp
+
 namespace {
 
 py::dict plugin_info() {
@@ -62,6 +65,11 @@ py::dict metrics_snapshot() {
   out["host_to_device"] = s.host_to_device;
   out["device_to_host"] = s.device_to_host;
   out["compile_seconds"] = s.compile_seconds;
+  out["disk_hits"] = s.disk_hits;
+  out["disk_misses"] = s.disk_misses;
+  out["disk_writes"] = s.disk_writes;
+  out["disk_evictions"] = s.disk_evictions;
+  out["disk_corrupt"] = s.disk_corrupt;
   out["fused_graphs"] = s.fused_graphs;
   out["fused_ops"] = s.fused_ops;
   out["cpu_fallbacks"] = s.cpu_fallbacks;
@@ -75,6 +83,7 @@ py::dict metrics_snapshot() {
 PYBIND11_MODULE(_C, m) {
   using namespace tpu;
   aten::register_foreach_kernels();
+  register_cache_bindings(m);
   m.def(
       "_initialize", [](const std::string& path) { runtime::Runtime::initialize(path); },
       py::arg("plugin_path"));

@@ -221,7 +221,7 @@ void DeferredGraph::flush() {
   try {
     Runtime& runtime = Runtime::get();
     const pjrt::Client& client = runtime.client();
-    auto executable = runtime.programs().get(build_text(results, donated_to));
+    auto executable = runtime.programs().get(build_text(results, donated_to), "fused graph");
     std::vector<pjrt::BufferPtr> host_buffers;
     std::vector<PJRT_Buffer*> arguments;
     for (const pjrt::BufferPtr& buffer : buffers_) arguments.push_back(buffer->get());
