@@ -11,6 +11,7 @@
 #include "aten/eager_mode.h"
 #include "aten/storage.h"
 #include "runtime/metrics.h"
+#include "runtime/program_trace.h"
 #include "runtime/runtime.h"
 #include "runtime/strided.h"
 
@@ -200,7 +201,9 @@ void Program::run() {
       arguments.push_back(scalars.back()->get());
     }
   }
+  runtime::ProfiledRun profiled(op_name_, device_);  // torch.profiler: the op's device time
   std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments, client.device(device_));
+  profiled.done(outputs);
   runtime::metrics().count_execution();
   runtime::metrics().count_native(op_name_);
   for (size_t i = 0; i < written.size(); ++i) {

@@ -27,6 +27,8 @@ class Runtime {
   void track(const std::vector<pjrt::BufferPtr>& pending);
   // Blocks until every tracked computation has finished; throws the first failure.
   void synchronize();
+  // The tracked buffers still alive (some may have finished): what an event waits for.
+  std::vector<pjrt::BufferPtr> pending();
 
  private:
   explicit Runtime(std::shared_ptr<pjrt::Plugin> plugin);

@@ -1,0 +1,96 @@
+// torch.profiler support: a Kineto child profiler that reports every tpu program run
+// (runtime::ProgramTrace) as a device kernel, named after its op or fused graph, on the
+// tpu device's row of the trace, with the time its device spent on it. PyTorch asks for
+// it when ProfilerActivity.PrivateUse1 (the tpu activity) is among the activities.
+#include <kineto/libkineto.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/program_trace.h"
+
+namespace tpu::aten {
+namespace {
+
+class Session final : public libkineto::IActivityProfilerSession {
+ public:
+  void start() override {
+    runtime::program_trace().start();
+    status_ = libkineto::TraceStatus::RECORDING;
+  }
+
+  void stop() override {
+    runtime::program_trace().stop();
+    status_ = libkineto::TraceStatus::PROCESSING;
+  }
+
+  std::vector<std::string> errors() override { return {}; }
+
+  void processTrace(libkineto::ActivityLogger& logger) override {
+    int64_t correlation = 0;
+    for (const runtime::ProgramRun& run : runtime::program_trace().take()) {
+      // Kept in buffer_, which outlives the logger's pointers to them (getTraceBuffer()).
+      buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::CONCURRENT_KERNEL,
+                                run.name);
+      libkineto::GenericTraceActivity& activity = *buffer_->activities.back();
+      activity.startTime = run.start_ns;
+      activity.endTime = run.end_ns;
+      activity.device = run.device;
+      activity.resource = 0;  // the device's one stream
+      activity.id = ++correlation;
+      activity.addMetadataQuoted("device_type", "tpu");
+      activity.log(logger);
+    }
+    status_ = libkineto::TraceStatus::READY;
+  }
+
+  std::unique_ptr<libkineto::DeviceInfo> getDeviceInfo() override { return nullptr; }
+  std::vector<libkineto::ResourceInfo> getResourceInfos() override { return {}; }
+  std::unique_ptr<libkineto::CpuTraceBuffer> getTraceBuffer() override {
+    return std::move(buffer_);
+  }
+
+ private:
+  std::unique_ptr<libkineto::CpuTraceBuffer> buffer_ =
+      std::make_unique<libkineto::CpuTraceBuffer>();
+};
+
+class TpuProfiler final : public libkineto::IActivityProfiler {
+ public:
+  const std::string& name() const override { return name_; }
+  const std::set<libkineto::ActivityType>& availableActivities() const override {
+    return activities_;
+  }
+
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(
+      const std::set<libkineto::ActivityType>& requested,
+      const libkineto::Config& /*config*/) override {
+    for (libkineto::ActivityType type : activities_) {
+      if (requested.count(type) != 0) return std::make_unique<Session>();
+    }
+    return nullptr;  // a CPU-only profile: leave the programs out
+  }
+
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(
+      int64_t /*ts_ms*/, int64_t /*duration_ms*/,
+      const std::set<libkineto::ActivityType>& requested,
+      const libkineto::Config& config) override {
+    return configure(requested, config);
+  }
+
+ private:
+  std::string name_ = "torch_tpu";
+  std::set<libkineto::ActivityType> activities_{libkineto::ActivityType::CONCURRENT_KERNEL,
+                                                libkineto::ActivityType::PRIVATEUSE1_RUNTIME,
+                                                libkineto::ActivityType::PRIVATEUSE1_DRIVER};
+};
+
+const bool registered = [] {
+  libkineto::api().registerProfilerFactory([] { return std::make_unique<TpuProfiler>(); });
+  return true;
+}();
+
+}  // namespace
+}  // namespace tpu::aten

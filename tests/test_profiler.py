@@ -1,0 +1,52 @@
+"""torch.profiler on tpu: each program run appears as a device kernel named after its op,
+with its device time, beside the CPU ops; the Chrome trace export holds them."""
+
+import json
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import torch_tpu  # noqa: F401
+
+
+def _run_some_ops():
+    x = torch.randn(64, 64, device="tpu")
+    y = torch.relu(x @ x) + 1
+    return y.sum().item()
+
+
+def test_chrome_trace_has_tpu_programs(tmp_path):
+    _run_some_ops()  # compile outside the profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        _run_some_ops()
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
+    names = {e["name"] for e in kernels}
+    assert {"aten::mm", "aten::relu", "aten::add.Tensor", "aten::sum"} <= names, names
+    assert all(e["dur"] >= 0 for e in kernels)
+    assert sum(e["dur"] for e in kernels) > 0
+    cpu_ops = {e["name"] for e in events if e.get("cat") == "cpu_op"}
+    assert {"aten::mm", "aten::relu"} <= cpu_ops
+    # The device's events sit on their own row, apart from the host threads.
+    host_pids = {e["pid"] for e in events if e.get("cat") == "cpu_op"}
+    assert all(e["pid"] not in host_pids or e["tid"] != min(host_pids) for e in kernels)
+
+
+def test_key_averages_report_device_time():
+    _run_some_ops()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        _run_some_ops()
+    averages = {e.key: e for e in prof.key_averages()}
+    assert "aten::mm" in averages
+    device_total = sum(e.self_device_time_total for e in prof.key_averages())
+    assert device_total > 0
+    table = prof.key_averages().table(sort_by="self_device_time_total", row_limit=5)
+    assert "aten::mm" in table or "aten::" in table
+
+
+def test_cpu_only_profile_has_no_device_kernels():
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        _run_some_ops()
+    assert not any(e.device_type == torch.device("tpu").type for e in prof.events())
