@@ -31,22 +31,22 @@ def test_chrome_trace_has_tpu_programs(tmp_path):
     assert {"aten::mm", "aten::relu"} <= cpu_ops
     # The device's events sit on their own row, apart from the host threads.
     host_pids = {e["pid"] for e in events if e.get("cat") == "cpu_op"}
-    assert all(e["pid"] not in host_pids or e["tid"] != min(host_pids) for e in kernels)
+    assert all(e["pid"] not in host_pids for e in kernels)
 
 
 def test_key_averages_report_device_time():
     _run_some_ops()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         _run_some_ops()
-    averages = {e.key: e for e in prof.key_averages()}
-    assert "aten::mm" in averages
-    device_total = sum(e.self_device_time_total for e in prof.key_averages())
-    assert device_total > 0
+    averages = prof.key_averages()
+    assert any(e.key == "aten::mm" and e.self_device_time_total > 0 for e in averages)
+    assert any(e.key == "aten::mm" and e.self_cpu_time_total > 0 for e in averages)
     table = prof.key_averages().table(sort_by="self_device_time_total", row_limit=5)
-    assert "aten::mm" in table or "aten::" in table
+    assert "aten::mm" in table
 
 
 def test_cpu_only_profile_has_no_device_kernels():
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         _run_some_ops()
-    assert not any(e.device_type == torch.device("tpu").type for e in prof.events())
+    assert prof.events()
+    assert all(e.self_device_time_total == 0 for e in prof.key_averages())

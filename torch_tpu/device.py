@@ -246,10 +246,18 @@ class Stream(torch.Stream):
         return super().__new__(cls, torch.device("tpu", _index(device)), priority=priority)
 
 
-class Event(torch.Event):
+class _EventType(type):
+    # PyTorch's Stream and Event methods accept only torch.Event itself, not subclasses,
+    # so a tpu Event *is* a torch.Event; isinstance(e, torch.tpu.Event) checks its device.
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, torch.Event) and instance.device.type == "tpu"
+
+
+class Event(metaclass=_EventType):
     """A tpu event, as ``torch.cuda.Event``: ``record``, ``query``, ``synchronize``, ``wait``
-    and, with ``enable_timing=True``, ``elapsed_time`` (milliseconds of device work between
-    two events).
+    and, with ``enable_timing=True``, ``elapsed_time`` (milliseconds between the moments
+    the device finished the work before each event). Returns a ``torch.Event`` on a tpu
+    device.
 
     >>> start, end = torch.tpu.Event(enable_timing=True), torch.tpu.Event(enable_timing=True)
     >>> start.record(); y = torch.randn(64, 64, device="tpu") @ torch.randn(64, 64, device="tpu")
@@ -264,14 +272,11 @@ class Event(torch.Event):
         blocking: bool = False,
         interprocess: bool = False,
         device: Any = None,
-    ):
+    ) -> torch.Event:
         if interprocess:
             raise NotImplementedError("tpu events cannot be shared between processes")
-        return super().__new__(
-            cls,
-            torch.device("tpu", _index(device)),
-            enable_timing=enable_timing,
-            blocking=blocking,
+        return torch.Event(
+            torch.device("tpu", _index(device)), enable_timing=enable_timing, blocking=blocking
         )
 
 

@@ -67,10 +67,10 @@ class TpuProfiler final : public libkineto::IActivityProfiler {
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(
       const std::set<libkineto::ActivityType>& requested,
       const libkineto::Config& /*config*/) override {
-    for (libkineto::ActivityType type : activities_) {
-      if (requested.count(type) != 0) return std::make_unique<Session>();
-    }
-    return nullptr;  // a CPU-only profile: leave the programs out
+    // PyTorch asks for device kernels only when the tpu activity is profiled (its
+    // CPU activity set includes the PRIVATEUSE1_* runtime types too).
+    if (requested.count(libkineto::ActivityType::CONCURRENT_KERNEL) == 0) return nullptr;
+    return std::make_unique<Session>();
   }
 
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(
@@ -82,9 +82,7 @@ class TpuProfiler final : public libkineto::IActivityProfiler {
 
  private:
   std::string name_ = "torch_tpu";
-  std::set<libkineto::ActivityType> activities_{libkineto::ActivityType::CONCURRENT_KERNEL,
-                                                libkineto::ActivityType::PRIVATEUSE1_RUNTIME,
-                                                libkineto::ActivityType::PRIVATEUSE1_DRIVER};
+  std::set<libkineto::ActivityType> activities_{libkineto::ActivityType::CONCURRENT_KERNEL};
 };
 
 const bool registered = [] {

@@ -36,8 +36,10 @@ class ProgramTrace {
               const std::vector<pjrt::BufferPtr>& outputs);
 
   // The finished runs in start order, each start moved past the previous run's end on
-  // its device: a device runs one program at a time, so time spent queued behind
-  // another program is not counted as the program's own.
+  // its device (but not past its own end), so time spent queued behind another program
+  // is not counted as the program's own, and no time is counted twice. (A TPU runs one
+  // program at a time; the CPU plugin may overlap independent ones, and a run that
+  // finished inside the previous one then shows as instant.)
   std::vector<ProgramRun> take();
 
  private:
