@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
