@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <iterator>
 #include <map>
+#include <set>
 
 namespace tpu::runtime {
 
@@ -74,11 +76,13 @@ std::vector<ProgramRun> ProgramTrace::take() {
   std::stable_sort(finished.begin(), finished.end(), [](const ProgramRun& a, const ProgramRun& b) {
     return a.start_ns < b.start_ns;
   });
-  std::map<int, int64_t> device_free_at;
+  // Per device, the ends of the runs seen so far, sorted.
+  std::map<int, std::multiset<int64_t>> ends;
   for (ProgramRun& run : finished) {
-    int64_t& free_at = device_free_at[run.device];
-    run.start_ns = std::min(std::max(run.start_ns, free_at), run.end_ns);
-    free_at = std::max(free_at, run.end_ns);
+    std::multiset<int64_t>& before = ends[run.device];
+    auto last_done = before.upper_bound(run.end_ns);  // first end after this run's
+    if (last_done != before.begin()) run.start_ns = std::max(run.start_ns, *std::prev(last_done));
+    before.insert(run.end_ns);
   }
   return finished;
 }

@@ -35,11 +35,10 @@ class ProgramTrace {
   void record(std::string name, int device, int64_t enqueued_ns,
               const std::vector<pjrt::BufferPtr>& outputs);
 
-  // The finished runs in start order, each start moved past the previous run's end on
-  // its device (but not past its own end), so time spent queued behind another program
-  // is not counted as the program's own, and no time is counted twice. (A TPU runs one
-  // program at a time; the CPU plugin may overlap independent ones, and a run that
-  // finished inside the previous one then shows as instant.)
+  // The finished runs in enqueue order. A run's start moves to the latest end, before
+  // its own, of an earlier run on its device: time it spent queued behind that program
+  // is not its own. (A TPU runs one program at a time; the CPU plugin may run
+  // independent programs at once, and those keep their overlap.)
   std::vector<ProgramRun> take();
 
  private:
