@@ -1,5 +1,6 @@
 """torch.profiler on tpu: each program run appears as a device kernel named after its op,
-with its device time, beside the CPU ops; the Chrome trace export holds them."""
+with its device time, beside the CPU ops; the Chrome trace export holds them. The legacy
+torch.autograd.profiler (use_device="tpu") times ops with tpu events."""
 
 import json
 
@@ -50,3 +51,12 @@ def test_cpu_only_profile_has_no_device_kernels():
         _run_some_ops()
     assert prof.events()
     assert all(e.self_device_time_total == 0 for e in prof.key_averages())
+
+
+def test_legacy_autograd_profiler_times_tpu_ops():
+    _run_some_ops()
+    with torch.autograd.profiler.profile(use_device="tpu") as prof:
+        _run_some_ops()
+    averages = prof.key_averages()
+    assert any(e.key == "aten::mm" and e.self_device_time_total > 0 for e in averages)
+    assert "Self TPU" in averages.table(row_limit=3)

@@ -1,15 +1,24 @@
-// torch.profiler support: a Kineto child profiler that reports every tpu program run
-// (runtime::ProgramTrace) as a device kernel, named after its op or fused graph, on the
-// tpu device's row of the trace, with the time its device spent on it. PyTorch asks for
-// it when ProfilerActivity.PrivateUse1 (the tpu activity) is among the activities.
+// Profiler support, for both of PyTorch's profilers:
+// - torch.profiler (Kineto): a Kineto child profiler reports every tpu program run
+//   (runtime::ProgramTrace) as a device kernel, named after its op or fused graph, on
+//   the tpu device's row of the trace, with the time its device spent on it. PyTorch
+//   asks for it when ProfilerActivity.PrivateUse1 (the tpu activity) is profiled.
+// - torch.autograd.profiler.profile(use_device="tpu") (the legacy path): PyTorch's
+//   PrivateUse1 profiler stubs, which time each op between two events
+//   (runtime::Marker, as torch.tpu.Event).
+#include <c10/util/ApproximateClock.h>
 #include <kineto/libkineto.h>
+#include <torch/csrc/profiler/stubs/base.h>
 
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "aten/device.h"
+#include "runtime/marker.h"
 #include "runtime/program_trace.h"
+#include "runtime/runtime.h"
 
 namespace tpu::aten {
 namespace {
@@ -85,8 +94,37 @@ class TpuProfiler final : public libkineto::IActivityProfiler {
   std::set<libkineto::ActivityType> activities_{libkineto::ActivityType::CONCURRENT_KERNEL};
 };
 
+class TpuProfilerStubs final : public torch::profiler::impl::ProfilerStubs {
+ public:
+  void record(c10::DeviceIndex* device, torch::profiler::impl::ProfilerVoidEventStub* event,
+              int64_t* cpu_ns) const override {
+    if (device != nullptr) *device = current_device();
+    *event = std::make_shared<runtime::Marker>(runtime::Runtime::get().pending());
+    if (cpu_ns != nullptr) *cpu_ns = c10::getTime();
+  }
+
+  // Microseconds, as the CUDA stubs return.
+  float elapsed(const torch::profiler::impl::ProfilerVoidEventStub* start,
+                const torch::profiler::impl::ProfilerVoidEventStub* end) const override {
+    auto first = std::static_pointer_cast<runtime::Marker>(*start);
+    auto second = std::static_pointer_cast<runtime::Marker>(*end);
+    return static_cast<float>(second->completed_ns() - first->completed_ns()) / 1000.0f;
+  }
+
+  bool enabled() const override { return true; }
+  void mark(const char* /*name*/) const override {}
+  void rangePush(const char* /*name*/) const override {}
+  void rangePop() const override {}
+  void onEachDevice(std::function<void(int)> op) const override {
+    for (c10::DeviceIndex i = 0; i < device_count(); ++i) op(i);
+  }
+  void synchronize() const override { runtime::Runtime::get().synchronize(); }
+};
+
 const bool registered = [] {
   libkineto::api().registerProfilerFactory([] { return std::make_unique<TpuProfiler>(); });
+  static TpuProfilerStubs stubs;
+  torch::profiler::impl::registerPrivateUse1Methods(&stubs);
   return true;
 }();
 
