@@ -10,22 +10,23 @@ if ROOT not in sys.path:
 
 import torch_tpu  # noqa: E402,F401
 
-_opinfo_passed: set[tuple[str, str, str]] = set()
+_opinfo_passed: set[tuple[str, str, str, str]] = set()
 
 
 def pytest_runtest_logreport(report):
     if report.when == "call" and report.passed and "test_opinfo.py::test_opinfo[" in report.nodeid:
-        name, dtype, mode = report.nodeid.split("[", 1)[1].rstrip("]").rsplit("-", 2)
-        _opinfo_passed.add((name, dtype, mode))
+        case = report.nodeid.split("[", 1)[1].rstrip("]")
+        name, dtype, mode, eager = case.rsplit("-", 3)
+        _opinfo_passed.add((name, dtype, mode, eager))
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not _opinfo_passed:
-        return
-    forward = {(n, d) for n, d, m in _opinfo_passed if m == "forward"}
-    grads = {(n, d) for n, d, m in _opinfo_passed if m == "grad"}
-    ops = {n for n, _ in forward}
-    terminalreporter.write_line(
-        f"OpInfo conformance: {len(forward)} (op, dtype) pairs pass on tpu across {len(ops)} "
-        f"OpInfos; gradients match for {len(grads)} of them (float32)"
-    )
+    for eager in sorted({e for *_, e in _opinfo_passed}):
+        passed = [(n, d, m) for n, d, m, e in _opinfo_passed if e == eager]
+        forward = {(n, d) for n, d, m in passed if m == "forward"}
+        grads = {(n, d) for n, d, m in passed if m == "grad"}
+        ops = {n for n, _ in forward}
+        terminalreporter.write_line(
+            f"OpInfo conformance ({eager}): {len(forward)} (op, dtype) pairs pass on tpu across "
+            f"{len(ops)} OpInfos; gradients match for {len(grads)} of them (float32)"
+        )

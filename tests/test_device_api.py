@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import torch_tpu  # noqa: F401
+import torch_tpu
 
 
 @pytest.fixture(autouse=True)
@@ -169,3 +169,15 @@ def test_tpu_event_is_a_torch_event():
     assert not isinstance(torch.Event("cpu"), torch.tpu.Event)
     with pytest.raises(NotImplementedError):
         torch.tpu.Event(interprocess=True)
+
+
+def test_event_covers_deferred_work():
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        x = torch.ones(64, 64, device="tpu")
+        y = torch.tanh(x @ x)
+        event = torch.tpu.Event()
+        event.record()  # enqueues the pending graph, so the event waits for it
+        event.synchronize()
+        assert event.query()
+        assert torch.tpu.current_stream().query()
+        torch.testing.assert_close(y.cpu(), torch.tanh(torch.full((64, 64), 64.0)))

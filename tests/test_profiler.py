@@ -4,10 +4,18 @@ torch.autograd.profiler (use_device="tpu") times ops with tpu events."""
 
 import json
 
+import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-import torch_tpu  # noqa: F401
+import torch_tpu
+
+
+@pytest.fixture(autouse=True)
+def strict_mode():
+    """Per-op kernels are what strict mode runs (defer_and_fuse runs fused graphs)."""
+    with torch_tpu.eager_mode("strict"):
+        yield
 
 
 def _run_some_ops():
@@ -60,3 +68,16 @@ def test_legacy_autograd_profiler_times_tpu_ops():
     averages = prof.key_averages()
     assert any(e.key == "aten::mm" and e.self_device_time_total > 0 for e in averages)
     assert "Self TPU" in averages.table(row_limit=3)
+
+
+def test_defer_and_fuse_graphs_appear_as_one_kernel(tmp_path):
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        _run_some_ops()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+            _run_some_ops()
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    kernels = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("cat") == "kernel"]
+    fused = [e for e in kernels if e["name"].startswith("tpu::fused_graph (")]
+    assert fused and all(e["dur"] >= 0 for e in fused)
+    assert not any(e["name"] == "aten::mm" for e in kernels)  # it ran inside the graph

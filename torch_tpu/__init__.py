@@ -31,7 +31,7 @@ from torch_tpu import (  # noqa: E402
     metrics,  # noqa: E402,F401
 )
 from torch_tpu import device as _device_module  # noqa: E402
-from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode  # noqa: E402
+from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 
 _printing.install()
 _dlpack.install()
@@ -52,6 +52,7 @@ __all__ = [
     "platform",
     "plugin_info",
     "set_eager_mode",
+    "sync",
 ]
 
 

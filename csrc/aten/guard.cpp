@@ -88,6 +88,7 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   bool queryStream(const c10::Stream& /*stream*/) const override {
+    runtime::Runtime::get().flush_deferred();
     for (const pjrt::BufferPtr& buffer : runtime::Runtime::get().pending()) {
       if (!buffer->ready_event()->is_ready()) return false;
     }
@@ -107,6 +108,8 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       *event = std::make_unique<Event>(Event{nullptr, flag == c10::EventFlag::BACKEND_DEFAULT})
                    .release();  // owned by the c10::Event until destroyEvent
     }
+    // Work deferred so far (defer_and_fuse) is enqueued first, so the event covers it.
+    runtime::Runtime::get().flush_deferred();
     static_cast<Event*>(*event)->marker =
         std::make_unique<runtime::Marker>(runtime::Runtime::get().pending());
   }

@@ -62,6 +62,8 @@ py::dict metrics_snapshot() {
   out["host_to_device"] = s.host_to_device;
   out["device_to_host"] = s.device_to_host;
   out["compile_seconds"] = s.compile_seconds;
+  out["fused_graphs"] = s.fused_graphs;
+  out["fused_ops"] = s.fused_ops;
   out["cpu_fallbacks"] = s.cpu_fallbacks;
   out["native_ops"] = s.native_ops;
   return out;
@@ -102,6 +104,10 @@ PYBIND11_MODULE(_C, m) {
     aten::set_eager_mode(parsed);
   });
   m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
+  m.def("_sync", [] {
+    py::gil_scoped_release no_gil;
+    aten::sync();
+  });
   m.def("_get_fallback_mode", [] {
     switch (aten::fallback_mode()) {
       case aten::FallbackMode::Warn: return "warn";

@@ -23,6 +23,12 @@ void Metrics::count_execution() {
   data_.executions += 1;
 }
 
+void Metrics::count_fused_graph(int64_t ops) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.fused_graphs += 1;
+  data_.fused_ops += ops;
+}
+
 void Metrics::count_host_to_device() {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.host_to_device += 1;

@@ -92,13 +92,16 @@ ProgramTrace& program_trace() {
   return trace;
 }
 
-ProfiledRun::ProfiledRun(const char* name, int device) : name_(name), device_(device) {
+ProfiledRun::ProfiledRun(const char* name, int device, int fused_ops)
+    : name_(name), device_(device), fused_ops_(fused_ops) {
   if (program_trace().recording()) enqueued_ns_ = now_ns();
 }
 
 void ProfiledRun::done(const std::vector<pjrt::BufferPtr>& outputs) {
   if (enqueued_ns_ == 0 || !program_trace().recording()) return;
-  program_trace().record(name_, device_, enqueued_ns_, outputs);
+  std::string name = name_;
+  if (fused_ops_ > 0) name += " (" + std::to_string(fused_ops_) + " ops)";
+  program_trace().record(std::move(name), device_, enqueued_ns_, outputs);
 }
 
 }  // namespace tpu::runtime

@@ -54,12 +54,14 @@ ProgramTrace& program_trace();
 // costs one relaxed atomic load.
 class ProfiledRun {
  public:
-  ProfiledRun(const char* name, int device);
+  // `name`: the op; a fused graph passes its op count too.
+  ProfiledRun(const char* name, int device, int fused_ops = 0);
   void done(const std::vector<pjrt::BufferPtr>& outputs);
 
  private:
   const char* name_;
   int device_;
+  int fused_ops_;
   int64_t enqueued_ns_ = 0;
 };
 

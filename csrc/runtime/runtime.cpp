@@ -13,7 +13,15 @@ Runtime* instance = nullptr;  // intentionally leaked: plugins must outlive ever
 Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin)
     : plugin_(std::move(plugin)),
       client_(std::make_unique<pjrt::Client>(plugin_)),
-      programs_(std::make_unique<ProgramCache>(*client_)) {}
+      programs_(std::make_unique<ProgramCache>(*client_)) {
+  for (int i = 0; i < client_->device_count(); ++i) {
+    graphs_.push_back(std::make_unique<DeferredGraph>(i));
+  }
+}
+
+void Runtime::flush_deferred() {
+  for (auto& graph : graphs_) graph->flush();
+}
 
 Runtime& Runtime::initialize(const std::string& plugin_path) {
   std::lock_guard<std::mutex> lock(init_mutex);
@@ -52,6 +60,7 @@ void Runtime::track(const std::vector<pjrt::BufferPtr>& pending) {
 }
 
 void Runtime::synchronize() {
+  flush_deferred();
   std::vector<std::weak_ptr<pjrt::Buffer>> waiting;
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);

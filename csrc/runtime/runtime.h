@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pjrt/client.h"
+#include "runtime/deferred_graph.h"
 #include "runtime/program_cache.h"
 
 namespace tpu::runtime {
@@ -25,10 +26,16 @@ class Runtime {
 
   // Remembers buffers still being computed, so synchronize() can wait for them.
   void track(const std::vector<pjrt::BufferPtr>& pending);
-  // Blocks until every tracked computation has finished; throws the first failure.
+  // Runs every pending deferred graph, then blocks until every tracked
+  // computation has finished; throws the first failure.
   void synchronize();
   // The tracked buffers still alive (some may have finished): what an event waits for.
   std::vector<pjrt::BufferPtr> pending();
+
+  // The defer_and_fuse graph of `device`.
+  DeferredGraph& deferred_graph(int device) { return *graphs_.at(device); }
+  // Runs every device's pending graph (without waiting for the results).
+  void flush_deferred();
 
  private:
   explicit Runtime(std::shared_ptr<pjrt::Plugin> plugin);
@@ -36,6 +43,7 @@ class Runtime {
   std::shared_ptr<pjrt::Plugin> plugin_;
   std::unique_ptr<pjrt::Client> client_;
   std::unique_ptr<ProgramCache> programs_;
+  std::vector<std::unique_ptr<DeferredGraph>> graphs_;
   std::mutex pending_mutex_;
   // Weak: a buffer nobody holds any more needs no waiting for.
   std::vector<std::weak_ptr<pjrt::Buffer>> pending_;
