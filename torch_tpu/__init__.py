@@ -28,6 +28,7 @@ torch.utils.rename_privateuse1_backend("tpu")
 
 from torch_tpu import (  # noqa: E402
     _autograd_threads,
+    _dlpack,
     _printing,
     cache,  # noqa: E402,F401
     metrics,  # noqa: E402,F401
@@ -37,9 +38,11 @@ from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode, sync  # 
 
 cache._configure_from_environment()
 _printing.install()
+_dlpack.install()
 _autograd_threads.start(_C._device_count())
 
 torch._register_device_module("tpu", _device_module)
+_device_module._set_autocast_default()
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )

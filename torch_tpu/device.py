@@ -218,3 +218,142 @@ def mem_get_info(device: Any = None) -> tuple[int, int]:
 
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return max(total - stats["allocated_bytes.all.current"], 0), total
+
+
+# --- streams and events ---------------------------------------------------------------
+#
+# Each tpu device has one stream. PJRT runs a device's programs in the order their data
+# dependencies require, so there is nothing a second stream could overlap or reorder:
+# every Stream of a device, a "new" one included, is that stream (stream_id 0), and
+# wait_stream / wait_event have nothing to wait for. Events do mark points in the work,
+# time it (elapsed_time) and block on it (synchronize).
+
+
+class Stream(torch.Stream):
+    """A tpu stream, as ``torch.cuda.Stream``: ``query``, ``synchronize``, ``wait_event``,
+    ``wait_stream``, ``record_event`` and use as a context manager. There is one stream per
+    device, so every Stream of a device is the same stream.
+
+    >>> s = torch.tpu.Stream()
+    >>> with torch.tpu.stream(s):
+    ...     y = torch.ones(2, device="tpu") * 2
+    >>> s.synchronize()
+    """
+
+    def __new__(cls, device: Any = None, priority: int = 0, **kwargs):
+        if kwargs:  # stream_id/device_index/device_type, as PyTorch rebuilds streams
+            return super().__new__(cls, priority=priority, **kwargs)
+        return super().__new__(cls, torch.device("tpu", _index(device)), priority=priority)
+
+
+class _EventType(type):
+    # PyTorch's Stream and Event methods accept only torch.Event itself, not subclasses,
+    # so a tpu Event *is* a torch.Event; isinstance(e, torch.tpu.Event) checks its device.
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, torch.Event) and instance.device.type == "tpu"
+
+
+class Event(metaclass=_EventType):
+    """A tpu event, as ``torch.cuda.Event``: ``record``, ``query``, ``synchronize``, ``wait``
+    and, with ``enable_timing=True``, ``elapsed_time`` (milliseconds between the moments
+    the device finished the work before each event). Returns a ``torch.Event`` on a tpu
+    device.
+
+    >>> start, end = torch.tpu.Event(enable_timing=True), torch.tpu.Event(enable_timing=True)
+    >>> start.record(); y = torch.randn(64, 64, device="tpu") @ torch.randn(64, 64, device="tpu")
+    >>> end.record(); end.synchronize()
+    >>> start.elapsed_time(end) >= 0
+    True
+    """
+
+    def __new__(
+        cls,
+        enable_timing: bool = False,
+        blocking: bool = False,
+        interprocess: bool = False,
+        device: Any = None,
+    ) -> torch.Event:
+        if interprocess:
+            raise NotImplementedError("tpu events cannot be shared between processes")
+        return torch.Event(
+            torch.device("tpu", _index(device)), enable_timing=enable_timing, blocking=blocking
+        )
+
+
+def current_stream(device: Any = None) -> Stream:
+    """The current (and only) stream of a tpu device."""
+    return Stream(device)
+
+
+def default_stream(device: Any = None) -> Stream:
+    """The default (and only) stream of a tpu device."""
+    return Stream(device)
+
+
+def set_stream(stream: torch.Stream) -> None:
+    """Makes ``stream`` current; with one stream per device this only selects its device."""
+    if stream is not None:
+        set_device(stream.device_index)
+
+
+class StreamContext:
+    """Context manager selecting a stream (and its device), as ``torch.cuda.StreamContext``."""
+
+    def __init__(self, stream: torch.Stream | None):
+        self.stream = stream
+        self.previous = -1
+
+    def __enter__(self):
+        if self.stream is not None:
+            self.previous = current_device()
+            set_device(self.stream.device_index)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            set_device(self.previous)
+        return False
+
+
+def stream(stream: torch.Stream | None) -> StreamContext:
+    """Selects ``stream`` for the block (``None`` selects nothing), as ``torch.cuda.stream``.
+
+    >>> with torch.tpu.stream(torch.tpu.current_stream()):
+    ...     x = torch.zeros(2, device="tpu")
+    """
+    return StreamContext(stream)
+
+
+# --- device capability and mixed precision ------------------------------------------------
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    """The TPU generation as ``(major, minor)``, parsed from the device kind the plugin
+    reports: ``"TPU v4"`` gives ``(4, 0)``, ``"TPU v5 lite"`` ``(5, 0)``. Devices whose
+    kind names no TPU generation (the ``cpu`` and ``cuda`` platforms) give ``(0, 0)``.
+    Which dtypes a device supports is ``torch.accelerator.get_device_capability()``.
+
+    >>> torch.tpu.get_device_capability()  # doctest: +SKIP
+    (0, 0)
+    """
+    import re
+
+    found = re.search(r"\bv(\d+)", get_device_name(device), re.IGNORECASE)
+    return (int(found.group(1)), 0) if found else (0, 0)
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    """The dtypes ``torch.autocast("tpu", dtype=...)`` accepts (bfloat16 is the default)."""
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Always true: every PJRT platform computes in bfloat16."""
+    return True
+
+
+def _set_autocast_default() -> None:
+    # PyTorch's default autocast dtype for a backend is float16; a TPU computes in
+    # bfloat16. PyTorch keeps autocast dtypes per thread, so this sets the importing
+    # thread's; other threads pass dtype= or call torch.set_autocast_dtype("tpu", ...).
+    torch.set_autocast_dtype("tpu", torch.bfloat16)

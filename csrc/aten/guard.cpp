@@ -1,9 +1,19 @@
-// The tpu DeviceGuardImpl (what c10::DeviceGuard and torch.tpu.device use) and the
-// current-device state. There is one stream per device: PJRT orders work itself.
+// The tpu DeviceGuardImpl (what c10::DeviceGuard, torch.tpu.device, torch.Stream,
+// torch.Event and torch.accelerator use) and the current-device state.
+//
+// There is one stream per device, stream 0: PJRT runs a device's programs in the order
+// their data dependencies need, so there is nothing for a second stream to overlap or
+// reorder. A "new" stream is that same stream. An event is a runtime::Marker: it
+// completes when the work pending at record time has finished, and keeps that time.
+#include <c10/core/DeviceCapability.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <memory>
+
 #include "aten/device.h"
+#include "aten/dtype.h"
+#include "runtime/marker.h"
 #include "runtime/runtime.h"
 
 namespace tpu::aten {
@@ -56,17 +66,112 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   c10::Stream getDefaultStream(c10::Device device) const override { return getStream(device); }
 
+  c10::Stream getNewStream(c10::Device device, int /*priority*/) const override {
+    return getStream(device);
+  }
+
+  c10::Stream getStreamFromGlobalPool(c10::Device device, bool /*high_priority*/) const override {
+    return getStream(device);
+  }
+
   c10::Stream exchangeStream(c10::Stream stream) const override { return stream; }
 
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
 
-  // Events: PJRT executes a device's programs in dependency order, so recording and
-  // blocking have nothing to enforce.
-  void record(void** /*event*/, const c10::Stream& /*stream*/, const c10::DeviceIndex /*index*/,
-              const c10::EventFlag /*flag*/) const override {}
+  c10::DeviceCapability getDeviceCapability(c10::Device /*device*/) const override {
+    c10::DeviceCapability capability;
+#define TPU_SET_CAPABILITY(_, name) \
+  capability.capability_data.supported_scalar_types.has_##name = supported(c10::ScalarType::name);
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(TPU_SET_CAPABILITY)
+#undef TPU_SET_CAPABILITY
+    return capability;
+  }
+
+  bool queryStream(const c10::Stream& /*stream*/) const override {
+    runtime::Runtime::get().flush_deferred();
+    for (const pjrt::BufferPtr& buffer : runtime::Runtime::get().pending()) {
+      if (!buffer->ready_event()->is_ready()) return false;
+    }
+    return true;
+  }
+
+  // The runtime tracks pending work for all devices together, so these wait for all.
+  void synchronizeStream(const c10::Stream& /*stream*/) const override { synchronize(); }
+  void synchronizeDevice(const c10::DeviceIndex /*index*/) const override { synchronize(); }
+
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex index,
+              const c10::EventFlag flag) const override {
+    TORCH_CHECK(index == -1 || index == stream.device_index(), "Event device index ",
+                static_cast<int>(index), " does not match recording stream's device index ",
+                static_cast<int>(stream.device_index()), ".");
+    if (*event == nullptr) {
+      *event = std::make_unique<Event>(Event{nullptr, flag == c10::EventFlag::BACKEND_DEFAULT})
+                   .release();  // owned by the c10::Event until destroyEvent
+    }
+    // Work deferred so far (defer_and_fuse) is enqueued first, so the event covers it.
+    runtime::Runtime::get().flush_deferred();
+    static_cast<Event*>(*event)->marker =
+        std::make_unique<runtime::Marker>(runtime::Runtime::get().pending());
+  }
+
+  // Work on the one stream is already ordered: nothing to wait for.
   void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
-  bool queryEvent(void* /*event*/) const override { return true; }
-  void destroyEvent(void* /*event*/, const c10::DeviceIndex /*index*/) const noexcept override {}
+
+  bool queryEvent(void* event) const override {
+    auto* recorded = static_cast<Event*>(event);
+    return recorded == nullptr || recorded->marker == nullptr || recorded->marker->query();
+  }
+
+  void synchronizeEvent(void* event) const override {
+    auto* recorded = static_cast<Event*>(event);
+    if (recorded == nullptr || recorded->marker == nullptr) return;
+    try {
+      recorded->marker->wait();
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, e.what());
+    }
+  }
+
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*index*/) const override {
+    auto* first = static_cast<Event*>(start);
+    auto* second = static_cast<Event*>(end);
+    TORCH_CHECK(first != nullptr && second != nullptr && first->marker != nullptr &&
+                    second->marker != nullptr,
+                "Both events must be recorded before calculating elapsed time.");
+    TORCH_CHECK(first->timing && second->timing,
+                "Both events must be created with argument 'enable_timing=True'.");
+    synchronizeEvent(start);
+    synchronizeEvent(end);
+    return static_cast<double>(second->marker->completed_ns() - first->marker->completed_ns()) /
+           1e6;
+  }
+
+  void destroyEvent(void* event, const c10::DeviceIndex /*index*/) const noexcept override {
+    std::unique_ptr<Event> owned(static_cast<Event*>(event));
+  }
+
+ private:
+  struct Event {
+    std::unique_ptr<runtime::Marker> marker;  // null until recorded
+    bool timing = false;                      // created with enable_timing=True
+  };
+
+  static void synchronize() {
+    try {
+      runtime::Runtime::get().synchronize();
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, e.what());
+    }
+  }
+
+  static bool supported(c10::ScalarType type) {
+    try {
+      element_type(type);
+      return true;
+    } catch (const c10::Error&) {
+      return false;
+    }
+  }
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);

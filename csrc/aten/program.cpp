@@ -13,6 +13,7 @@
 #include "aten/eager_mode.h"
 #include "aten/storage.h"
 #include "runtime/metrics.h"
+#include "runtime/program_trace.h"
 #include "runtime/runtime.h"
 #include "runtime/strided.h"
 
@@ -208,7 +209,9 @@ void Program::run() {
     }
     arguments.push_back(inputs.back()->get());
   }
+  runtime::ProfiledRun profiled(op_name_, device_);  // torch.profiler: the op's device time
   std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments, client.device(device_));
+  profiled.done(outputs);
   rt.retire(std::move(inputs), outputs.front());
   runtime::metrics().count_execution();
   runtime::metrics().count_native(op_name_);

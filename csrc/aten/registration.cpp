@@ -541,6 +541,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #undef TPU_REGISTER_PAD
 
   // ======== end of indexing and shape ========
+
+  // ======== mixed precision: amp.cpp (torch.amp.GradScaler) ========
+  m.impl("_amp_foreach_non_finite_check_and_unscale_",
+         TORCH_FN(amp_foreach_non_finite_check_and_unscale_));
+  m.impl("_amp_update_scale_", TORCH_FN(amp_update_scale_));
+  // ======== end of mixed precision ========
 }
 
 }  // namespace tpu::aten

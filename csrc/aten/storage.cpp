@@ -1,9 +1,12 @@
 #include "aten/storage.h"
 
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
@@ -41,7 +44,9 @@ void delete_storage(void* context) {
   delete allocation;
 }
 
-class TpuAllocator final : public c10::Allocator {
+// A c10::DeviceAllocator so that torch.accelerator's memory functions work; there is no
+// cache of freed memory, so "reserved" equals "allocated".
+class TpuAllocator final : public c10::DeviceAllocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
     c10::DeviceIndex device = current_device();
@@ -66,6 +71,46 @@ class TpuAllocator final : public c10::Allocator {
 
   void copy_data(void* /*dest*/, const void* /*src*/, std::size_t /*count*/) const override {
     TORCH_CHECK(false, "tpu memory is not host-addressable; copy tpu tensors with Tensor.copy_()");
+  }
+
+  bool initialized() override { return device_count() > 0; }
+  void emptyCache(c10::MempoolId_t /*pool*/) override {}
+  // One stream per device and buffers freed only when unused: nothing to record.
+  void recordStream(const c10::DataPtr& /*data*/, c10::Stream /*stream*/) override {}
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    check_device_index(device);
+    runtime::MemoryStats s = runtime::memory().stats(device);
+    c10::CachingDeviceAllocator::DeviceStats stats;
+    auto all = [](auto& array) -> c10::CachingAllocator::Stat& {
+      return array[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    };
+    for (auto* bytes : {&stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
+                        &stats.requested_bytes}) {
+      all(*bytes).current = s.allocated;
+      all(*bytes).peak = s.peak;
+    }
+    for (auto* count : {&stats.allocation, &stats.active, &stats.segment}) {
+      all(*count).current = s.allocations;
+      all(*count).allocated = s.total_allocations;
+    }
+    return stats;
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex /*device*/) override {}
+  void resetPeakStats(c10::DeviceIndex device) override {
+    check_device_index(device);
+    runtime::memory().reset_peak(device);
+  }
+
+  // Under TORCH_TPU_HBM_BYTES the cap is the total; without one, the host's memory
+  // (what the CPU plugin allocates from).
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    check_device_index(device);
+    runtime::MemoryStats s = runtime::memory().stats(device);
+    int64_t total = s.limit > 0 ? s.limit : sysconf(_SC_PAGE_SIZE) * sysconf(_SC_PHYS_PAGES);
+    return {static_cast<size_t>(std::max<int64_t>(total - s.allocated, 0)),
+            static_cast<size_t>(total)};
   }
 };
 

@@ -5,6 +5,7 @@
 #include "runtime/buffer_type.h"
 #include "runtime/device_buffer.h"
 #include "runtime/metrics.h"
+#include "runtime/program_trace.h"
 #include "runtime/runtime.h"
 
 namespace tpu::runtime {
@@ -233,7 +234,9 @@ void DeferredGraph::flush() {
     }
     // Donated buffers are consumed by the run: drop our references first.
     std::vector<pjrt::BufferPtr> operands = std::move(buffers_);
+    ProfiledRun profiled("tpu::fused_graph", device_, ops_);  // torch.profiler
     outputs = executable->execute(arguments, client.device(device_));
+    profiled.done(outputs);
     // Kept until the run is done (destroying even a donated one waits for the run).
     operands.insert(operands.end(), host_buffers.begin(), host_buffers.end());
     runtime.retire(std::move(operands), outputs.front());

@@ -99,6 +99,15 @@ void Runtime::synchronize() {
   raise_deferred_checks();
 }
 
+std::vector<pjrt::BufferPtr> Runtime::pending() {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  std::vector<pjrt::BufferPtr> alive;
+  for (auto& weak : pending_) {
+    if (pjrt::BufferPtr buffer = weak.lock()) alive.push_back(std::move(buffer));
+  }
+  return alive;
+}
+
 bool Runtime::is_initialized() { return instance != nullptr; }
 
 }  // namespace tpu::runtime

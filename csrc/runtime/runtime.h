@@ -36,6 +36,8 @@ class Runtime {
   // Runs every pending deferred graph, then blocks until every tracked
   // computation has finished; throws the first failure.
   void synchronize();
+  // The tracked buffers still alive (some may have finished): what an event waits for.
+  std::vector<pjrt::BufferPtr> pending();
 
   // The defer_and_fuse graph of `device`.
   DeferredGraph& deferred_graph(int device) { return *graphs_.at(device); }
