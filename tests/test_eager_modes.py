@@ -117,9 +117,10 @@ def test_every_bad_index_is_caught(mode, case, bad):
             with pytest.raises(expected):
                 fn(w, i)
         else:
-            # defer_and_fuse raises the same class at the next sync point at the latest.
+            # defer_and_fuse raises the same class once the host waits for the graph
+            # (synchronize, .cpu(), .item(), printing) at the latest.
             with pytest.raises(expected):
                 fn(w, i)
-                torch_tpu.sync()
+                torch.tpu.synchronize()
     # The device stays usable afterwards.
     assert (w + 1).sum().item() == pytest.approx((_W + 1).sum().item(), rel=1e-5)
