@@ -225,6 +225,18 @@ def test_dynamic_true_compiles_one_graph_for_all_sizes():
     assert _compiles() == 1
 
 
+def test_random_ops_draw_the_same_numbers_as_eager():
+    def fn(x):
+        return F.dropout(x.sin(), 0.5, training=True) + torch.rand_like(x)
+
+    x = torch.randn(64, device="tpu")
+    torch.tpu.manual_seed(3)
+    expected = fn(x)
+    torch.tpu.manual_seed(3)
+    actual = torch.compile(fn, backend="tpu")(x)
+    _assert_close(actual, expected, atol=0, rtol=0)
+
+
 # --- OpInfo ops -----------------------------------------------------------------------
 
 OPINFO_OPS = (
