@@ -24,40 +24,25 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 
 import torch_tpu
-from torch_tpu.eager import eager_mode, get_eager_mode
+from torch_tpu import _C
 
-_FUSED = "defer_and_fuse"
-
-
-def _detect_graph_mode() -> str | None:
-    """``defer_and_fuse`` where this build has it; None runs graphs in the current mode."""
-    try:
-        with eager_mode(_FUSED):
-            pass
-    except NotImplementedError:
-        return None
-    return _FUSED
-
-
-_GRAPH_MODE = _detect_graph_mode()
-
-
-def _flush() -> None:
-    sync = getattr(torch_tpu, "sync", None)
-    if sync is not None:
-        sync()
+_GRAPH_MODE = "defer_and_fuse"
 
 
 def _run_fused(gm: torch.fx.GraphModule, args: Sequence[Any]) -> Any:
-    """Runs one AOTAutograd graph with every op deferred, then compiles and runs it."""
-    mode = _GRAPH_MODE or get_eager_mode()
-    if mode == get_eager_mode():  # switching modes waits for enqueued work: skip it
+    """Runs one AOTAutograd graph with every op deferred, then compiles and runs it.
+
+    The mode switch does not wait for enqueued work (as ``eager_mode()`` does): the
+    graph's program reads buffers in dependency order anyway, and waiting would make
+    every compiled call blocking.
+    """
+    previous = _C._get_eager_mode()
+    _C._set_eager_mode(_GRAPH_MODE, wait=False)
+    try:
         out = gm(*args)
-        _flush()
-        return out
-    with eager_mode(mode):
-        out = gm(*args)
-        _flush()
+        torch_tpu.sync()
+    finally:
+        _C._set_eager_mode(previous, wait=False)
     return out
 
 
