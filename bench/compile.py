@@ -3,7 +3,7 @@ modes, PyTorch CPU eager and torch.compile with Inductor on the CPU, all in one 
 then the time to the first compiled step in a fresh process, with a cold and a warm
 compile cache (TORCH_TPU_CACHE_DIR in a temporary directory).
 
-    python bench/compile.py [--repeats 5]
+    python bench/compile.py [--repeats 5] [--threads N]
 
 The compiled step is the whole training step (forward, backward, AdamW's step and
 zero_grad) under one torch.compile. Ratios are against PyTorch CPU eager (> 1 is slower).
@@ -117,12 +117,18 @@ def cold_and_warm() -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="PyTorch's CPU threads (use 1 on a busy machine: contended threads spin)",
+    )
     parser.add_argument("--first-step", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_step:
         first_step()
         return
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(args.threads)
     times = {}
     for label, device, mode, backend in CASES:
         if mode == "defer_and_fuse" and not _fused_available():
