@@ -60,23 +60,11 @@ def gpt_step(device: str, backend: str | None):
     return torch.compile(step, backend=backend) if backend else step
 
 
-def _fused_available() -> bool:
-    try:
-        with torch_tpu.eager_mode("defer_and_fuse"):
-            pass
-    except NotImplementedError:
-        return False
-    return True
-
-
 def measure(device: str, mode: str | None, backend: str | None, repeats: int) -> float:
-    step = gpt_step(device, backend)
-    flush = getattr(torch_tpu, "sync", None) if mode == "defer_and_fuse" else None
-    run = (lambda: (step(), flush())) if flush else step
     if mode is None:
-        return timed(run, device, repeats, inner=5)
+        return timed(gpt_step(device, backend), device, repeats, inner=5)
     with torch_tpu.eager_mode(mode):
-        return timed(run, device, repeats, inner=5)
+        return timed(gpt_step(device, backend), device, repeats, inner=5)
 
 
 def first_step() -> None:
@@ -131,18 +119,12 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     times = {}
     for label, device, mode, backend in CASES:
-        if mode == "defer_and_fuse" and not _fused_available():
-            times[label] = None
-            continue
         times[label] = measure(device, mode, backend, args.repeats)
     cpu = times["CPU, PyTorch eager"]
     print("| GPT training step (2 layers, width 64, batch 16x32) | ms | / CPU eager |")
     print("|---|---:|---:|")
     for label, seconds in times.items():
-        if seconds is None:
-            print(f"| {label} | n/a | n/a |")
-        else:
-            print(f"| {label} | {seconds * 1e3:.2f} | {seconds / cpu:.2f} |")
+        print(f"| {label} | {seconds * 1e3:.2f} | {seconds / cpu:.2f} |")
     print(
         f"\nmedian of {args.repeats} repeats of 5 steps; {torch_tpu.platform()} platform, "
         f"{torch.get_num_threads()} CPU threads"
