@@ -1,13 +1,11 @@
 """Dynamo's device interface for ``tpu``, modelled on its CUDA and CPU interfaces.
 
-Each device has one stream: PJRT runs a device's programs in dependency order, so
-streams and events are the generic ``torch.Stream``/``torch.Event`` on the default
-stream, and setting a stream changes nothing. Imported only once Dynamo is loaded.
+Streams and events are ``torch.tpu``'s (one stream per device). Imported only once
+Dynamo is loaded.
 """
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import torch
@@ -17,20 +15,9 @@ from torch_tpu import _C
 from torch_tpu import device as tpu
 
 
-def _stream(stream: Any) -> contextlib.AbstractContextManager:
-    return contextlib.nullcontext(stream)
-
-
-def _current_stream(device: Any = None) -> torch.Stream:
-    return torch.accelerator.current_stream(tpu._index(device))
-
-
-def _set_stream(stream: Any) -> None:
-    """One stream per device: nothing to switch."""
-
-
 def _set_stream_by_id(stream_id: int, device_index: int, device_type: int) -> None:
-    """One stream per device: nothing to switch."""
+    """One stream per device: selecting it selects only its device."""
+    tpu.set_device(device_index)
 
 
 def _exchange_device(index: int) -> int:
@@ -43,23 +30,8 @@ def _exchange_device(index: int) -> int:
 class TpuInterface(dynamo.DeviceInterface):
     device = tpu.device
 
-    class Stream(torch.Stream):
-        """The device's one stream (a "new" stream is that stream too)."""
-
-        def __new__(cls, device: Any = None, priority: int = 0, **kwargs: Any):
-            default = torch.accelerator.current_stream(tpu._index(device))
-            return super().__new__(
-                cls,
-                stream_id=default.stream_id,
-                device_index=default.device_index,
-                device_type=default.device_type,
-            )
-
-    class Event(torch.Event):
-        def __new__(cls, enable_timing: bool = False, blocking: bool = False, **kwargs: Any):
-            return super().__new__(
-                cls, device="tpu", enable_timing=enable_timing, blocking=blocking
-            )
+    Stream = tpu.Stream
+    Event = tpu.Event
 
     class Worker:
         @staticmethod
@@ -81,9 +53,9 @@ class TpuInterface(dynamo.DeviceInterface):
     synchronize = staticmethod(tpu.synchronize)
     get_device_properties = staticmethod(tpu.get_device_properties)
     memory_allocated = staticmethod(tpu.memory_allocated)
-    stream = staticmethod(_stream)
-    current_stream = staticmethod(_current_stream)
-    set_stream = staticmethod(_set_stream)
+    stream = staticmethod(tpu.stream)
+    current_stream = staticmethod(tpu.current_stream)
+    set_stream = staticmethod(tpu.set_stream)
     _set_stream_by_id = staticmethod(_set_stream_by_id)
     exchange_device = staticmethod(_exchange_device)
     maybe_exchange_device = staticmethod(_exchange_device)
