@@ -47,6 +47,10 @@ torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
 
+from torch_tpu import _dynamo_hook  # noqa: E402
+
+_dynamo_hook.install()  # torch.compile(backend="tpu"), without importing Dynamo now
+
 __all__ = [
     "cache",
     "coverage",

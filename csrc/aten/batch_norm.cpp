@@ -99,6 +99,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
   return {out, save_mean, save_invstd};
 }
 
+// The forms that AOTAutograd's functionalized graphs (torch.compile) call: the same
+// lowering, with the running statistics required or absent.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, at::Tensor& running_mean, at::Tensor& running_var,
+    bool training, double momentum, double eps) {
+  return native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit_no_stats(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, bool training, double momentum, double eps) {
+  return native_batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum,
+                           eps);
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input, const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,

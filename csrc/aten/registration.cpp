@@ -392,6 +392,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
   // batch_norm.cpp
   m.impl("native_batch_norm", TORCH_FN(native_batch_norm));
+  m.impl("_native_batch_norm_legit", TORCH_FN(native_batch_norm_legit));
+  m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(native_batch_norm_legit_no_stats));
   m.impl("native_batch_norm_backward", TORCH_FN(native_batch_norm_backward));
 
   // group_norm.cpp

@@ -106,12 +106,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_compiled_program_count", [] { return runtime::Runtime::get().programs().size(); });
   m.def("_set_fallback_mode",
         [](const std::string& mode) { aten::set_fallback_mode(aten::parse_fallback_mode(mode)); });
-  m.def("_set_eager_mode", [](const std::string& mode) {
-    aten::EagerMode parsed = aten::parse_eager_mode(mode);
-    py::gil_scoped_release no_gil;
-    runtime::Runtime::get().synchronize();  // work enqueued in the old mode finishes first
-    aten::set_eager_mode(parsed);
-  });
+  // wait=false: torch.compile's graphs enter defer_and_fuse without draining the queue.
+  m.def(
+      "_set_eager_mode",
+      [](const std::string& mode, bool wait) {
+        aten::EagerMode parsed = aten::parse_eager_mode(mode);
+        py::gil_scoped_release no_gil;
+        if (wait) runtime::Runtime::get().synchronize();  // the old mode's work finishes first
+        aten::set_eager_mode(parsed);
+      },
+      py::arg("mode"), py::arg("wait") = true);
   m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
   m.def("_sync", [] {
     py::gil_scoped_release no_gil;

@@ -1,0 +1,97 @@
+"""The ``"tpu"`` backend of ``torch.compile``.
+
+Dynamo captures a graph; AOTAutograd functionalizes it and splits it into a forward
+and a backward graph of ATen ops. Each graph runs through the same lowerings as eager
+mode with every op deferred, and is flushed at its end: one StableHLO program per
+graph, compiled once per graph structure and reused. Parameters, buffers and
+optimizer state stay on the device; inputs that the graph mutates are written back
+in place with ``copy_`` inside the program. Graph breaks run in the current eager mode.
+
+>>> model = torch.compile(model, backend="tpu")  # doctest: +SKIP
+>>> loss = model(x).sum(); loss.backward()  # doctest: +SKIP
+
+The module is imported by the first ``torch.compile(..., backend="tpu")``, not by
+``import torch_tpu`` (see ``_dynamo_hook``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+
+import torch_tpu
+from torch_tpu import _C
+
+_GRAPH_MODE = "defer_and_fuse"
+
+
+def _run_fused(gm: torch.fx.GraphModule, args: Sequence[Any]) -> Any:
+    """Runs one AOTAutograd graph with every op deferred, then compiles and runs it.
+
+    The mode switch does not wait for enqueued work (as ``eager_mode()`` does): the
+    graph's program reads buffers in dependency order anyway, and waiting would make
+    every compiled call blocking.
+    """
+    previous = _C._get_eager_mode()
+    _C._set_eager_mode(_GRAPH_MODE, wait=False)
+    try:
+        out = gm(*args)
+        torch_tpu.sync()
+    finally:
+        _C._set_eager_mode(previous, wait=False)
+    return out
+
+
+def _has_tpu_kernel(op: torch._ops.OpOverload) -> bool:
+    # A CompositeExplicitAutograd kernel does not count: it may call an op that falls
+    # back to the CPU (aten::mv calls aten::addmv.out).
+    return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1")
+
+
+@functools.cache
+def decompositions() -> dict[torch._ops.OpOverload, Callable]:
+    """PyTorch's core ATen decompositions, except for ops the tpu device runs itself:
+    decomposing an op that would fall back to the CPU keeps it inside the program.
+
+    >>> torch.ops.aten.mm.default in torch_tpu.dynamo.decompositions()
+    False
+    """
+    from torch._decomp import core_aten_decompositions
+
+    return {
+        op: fn
+        for op, fn in core_aten_decompositions().items()
+        if isinstance(op, torch._ops.OpOverload) and not _has_tpu_kernel(op)
+    }
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """AOTAutograd's forward, backward or inference compiler: a boxed callable."""
+
+    def run(args: list[Any]) -> Any:
+        return _run_fused(gm, args)
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
+    """The Dynamo backend registered as ``"tpu"``.
+
+    >>> fn = torch.compile(lambda x: x.sin() + 1, backend="tpu")
+    >>> fn(torch.zeros(2, device="tpu")).cpu()
+    tensor([1., 1.])
+    """
+    compiler = aot_autograd(
+        fw_compiler=_compile_graph,
+        bw_compiler=_compile_graph,
+        decompositions=decompositions,
+        # Mutated inputs (BatchNorm statistics, optimizer state) are copied back
+        # inside the program, where their buffers can be donated.
+        keep_inference_input_mutations=True,
+    )
+    return compiler(gm, example_inputs, **kwargs)
