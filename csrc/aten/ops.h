@@ -279,6 +279,18 @@ at::Tensor& cumsum_(at::Tensor& self, int64_t dim, OptionalDtype dtype);
 at::Tensor cumprod(const at::Tensor& self, int64_t dim, OptionalDtype dtype);
 at::Tensor& cumprod_out(const at::Tensor& self, int64_t dim, OptionalDtype dtype, at::Tensor& out);
 at::Tensor& cumprod_(at::Tensor& self, int64_t dim, OptionalDtype dtype);
+at::Tensor isin_tensor_tensor(const at::Tensor& elements, const at::Tensor& test_elements,
+                              bool assume_unique, bool invert);
+at::Tensor& isin_tensor_tensor_out(const at::Tensor& elements, const at::Tensor& test_elements,
+                                   bool assume_unique, bool invert, at::Tensor& out);
+at::Tensor isin_tensor_scalar(const at::Tensor& elements, const c10::Scalar& test_element,
+                              bool assume_unique, bool invert);
+at::Tensor& isin_tensor_scalar_out(const at::Tensor& elements, const c10::Scalar& test_element,
+                                   bool assume_unique, bool invert, at::Tensor& out);
+at::Tensor isin_scalar_tensor(const c10::Scalar& element, const at::Tensor& test_elements,
+                              bool assume_unique, bool invert);
+at::Tensor& isin_scalar_tensor_out(const c10::Scalar& element, const at::Tensor& test_elements,
+                                   bool assume_unique, bool invert, at::Tensor& out);
 
 // ======== end of reductions and sorting ========
 

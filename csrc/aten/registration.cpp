@@ -250,6 +250,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cumprod", TORCH_FN(cumprod));
   m.impl("cumprod.out", TORCH_FN(cumprod_out));
   m.impl("cumprod_", TORCH_FN(cumprod_));
+  m.impl("isin.Tensor_Tensor", TORCH_FN(isin_tensor_tensor));
+  m.impl("isin.Tensor_Tensor_out", TORCH_FN(isin_tensor_tensor_out));
+  m.impl("isin.Tensor_Scalar", TORCH_FN(isin_tensor_scalar));
+  m.impl("isin.Tensor_Scalar_out", TORCH_FN(isin_tensor_scalar_out));
+  m.impl("isin.Scalar_Tensor", TORCH_FN(isin_scalar_tensor));
+  m.impl("isin.Scalar_Tensor_out", TORCH_FN(isin_scalar_tensor_out));
 
   // ======== end of reductions and sorting ========
 
