@@ -146,6 +146,16 @@ at::Tensor& binary_in_place(const char* name, BinaryLowering lowering, BinaryKin
                             at::Tensor& self, const BinaryOperand& other);
 at::Tensor& binary_out(const char* name, BinaryLowering lowering, BinaryKind kind,
                        const BinaryOperand& self, const BinaryOperand& other, at::Tensor& out);
+// div with rounding_mode None (true division), "floor" or "trunc"
+at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other,
+                    std::optional<c10::string_view> mode);
+at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other,
+                      std::optional<c10::string_view> mode);
+at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other,
+                         std::optional<c10::string_view> mode, at::Tensor& out);
+at::Tensor floor_divide(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& floor_divide_(at::Tensor& self, const at::Tensor& other);
+at::Tensor& floor_divide_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
 
 // random.cpp
 at::Tensor& uniform_(at::Tensor& self, double from, double to,

@@ -152,6 +152,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return binary_in_place("aten::pow_.Scalar", &binary::pow, BinaryKind::Numeric, self,
                            TPU_SCALAR(exponent));
   });
+  // div.Scalar_mode and floor_divide.Scalar* are composite over these
+  m.impl("div.Tensor_mode", TORCH_FN(div_mode));
+  m.impl("div_.Tensor_mode", TORCH_FN(div_mode_));
+  m.impl("div.out_mode", TORCH_FN(div_mode_out));
+  m.impl("floor_divide", TORCH_FN(floor_divide));
+  m.impl("floor_divide.out", TORCH_FN(floor_divide_out));
+  m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
 #undef TPU_REGISTER_BINARY
 #undef TPU_REGISTER_BINARY_TS
 #undef TPU_REGISTER_BINARY_T
