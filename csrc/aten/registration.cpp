@@ -348,6 +348,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm_backward", TORCH_FN(native_layer_norm_backward));
   m.impl("_fused_rms_norm", TORCH_FN(fused_rms_norm));
   m.impl("_fused_rms_norm_backward", TORCH_FN(fused_rms_norm_backward));
+  m.impl("_weight_norm_interface", TORCH_FN(weight_norm_interface));
+  m.impl("_weight_norm_interface_backward", TORCH_FN(weight_norm_interface_backward));
 
   // pointwise.cpp
   m.impl("where.self", TORCH_FN(where_self));
