@@ -1,10 +1,13 @@
-"""Benchmarks of the tpu device against PyTorch CPU eager, measured in the same run.
+"""Benchmarks of the tpu device's eager modes against PyTorch CPU eager, in one run.
 
-    python bench/run.py [--repeats 5]
+    python bench/run.py [--repeats 5] [--cases chain,gpt]
 
-Prints a table: per-case median time (of several repeats) on tpu and on the CPU and
-their ratio (> 1 means tpu is slower). On the CPU PJRT plugin both run on the same
-cores, so the ratio measures torch_tpu's overhead, not an accelerator's speed.
+Prints a table: per case, the median time (of several repeats, after warm-up) of
+PyTorch CPU eager and of tpu in the strict and defer_and_fuse modes, the ratios
+against the CPU (> 1 means tpu is slower) and defer_and_fuse's speed-up over strict.
+On the CPU PJRT plugin everything runs on the same cores, so the ratios measure
+torch_tpu's overhead and XLA's fusion, not an accelerator's speed. A second table
+covers greedy decoding, where a growing key/value cache changes shapes every step.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import torch
 from torch.nn import functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from generate_gpt import generate_bucketed, generate_cached  # noqa: E402
 from gpt import GPT, Config, batches  # noqa: E402
 from train_cnn import batches as image_batches  # noqa: E402
 from train_cnn import make_model  # noqa: E402
@@ -32,15 +36,24 @@ def sync(device: str) -> None:
 
 
 def timed(fn, device: str, repeats: int, inner: int) -> float:
-    """Median seconds per call of fn over `repeats` runs of `inner` calls (after warm-up)."""
-    for _ in range(2):
+    """Median seconds per call of fn over `repeats` runs of `inner` calls (after warm-up).
+    In the defer_and_fuse mode each call ends with torch_tpu.sync(), as a training
+    loop's step would, so every call runs the same fused program."""
+    deferred = device == "tpu" and torch_tpu.get_eager_mode() == "defer_and_fuse"
+
+    def call():
         fn()
+        if deferred:
+            torch_tpu.sync()
+
+    for _ in range(3):
+        call()
     sync(device)
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(inner):
-            fn()
+            call()
         sync(device)
         samples.append((time.perf_counter() - start) / inner)
     return statistics.median(samples)
@@ -57,6 +70,20 @@ def small_ops(device: str):
         return z.sum()
 
     return step, 4  # ops per call
+
+
+def elementwise_chain(device: str):
+    x = torch.randn(1 << 20, device=device)
+    out = [x]
+
+    def step():
+        y = x
+        for i in range(10):
+            y = torch.sin(y) if i % 2 else y * 1.0001
+            y = y + 0.001
+        out[0] = y  # kept alive, as a real program would use it
+
+    return step, 1
 
 
 def gpt_step(device: str):
@@ -92,27 +119,83 @@ def cnn_step(device: str):
     return step, 1
 
 
-CASES = [
-    ("small op dispatch (per op, 128 elements)", small_ops, 200),
-    ("GPT training step (2 layers, width 64, batch 16x32)", gpt_step, 5),
-    ("CNN training step (2 conv layers, batch 32x3x16x16)", cnn_step, 5),
-]
+CASES = {
+    "dispatch": ("small op dispatch (per op, 128 elements)", small_ops, 200),
+    "chain": ("20 elementwise ops over 1M float32 elements", elementwise_chain, 5),
+    "gpt": ("GPT training step (2 layers, width 64, batch 16x32)", gpt_step, 5),
+    "cnn": ("CNN training step (2 conv layers, batch 32x3x16x16)", cnn_step, 5),
+}
+MODES = ("strict", "defer_and_fuse")
+
+
+def run_case(make, inner: int, repeats: int) -> dict[str, float]:
+    times = {}
+    step, per_call = make("cpu")
+    times["cpu"] = timed(step, "cpu", repeats, inner) / per_call
+    for mode in MODES:
+        with torch_tpu.eager_mode(mode):
+            step, per_call = make("tpu")
+            times[mode] = timed(step, "tpu", repeats, inner) / per_call
+    return times
+
+
+def decoding(repeats: int, new_tokens: int = 24) -> None:
+    """Greedy decoding of a trained-shape GPT (random weights), per token."""
+    torch.manual_seed(0)
+    model = GPT(Config()).eval()
+    prompt = torch.tensor([[7, 8, 9, 10]])
+    variants = [
+        ("CPU eager, growing cache", "cpu", None, generate_cached),
+        ("tpu strict, growing cache", "tpu", "strict", generate_cached),
+        ("tpu defer_and_fuse, growing cache", "tpu", "defer_and_fuse", generate_cached),
+        ("tpu strict, bucketed cache", "tpu", "strict", generate_bucketed),
+        ("tpu defer_and_fuse, bucketed cache", "tpu", "defer_and_fuse", generate_bucketed),
+    ]
+    print(f"\n| greedy decoding, {new_tokens} tokens | ms per token | compiles, first run |"
+          " compiles, later runs |")
+    print("|---|---:|---:|---:|")
+    for name, device, mode, generate in variants:
+        m = model.to(device)
+        p = prompt.to(device)
+        with torch_tpu.eager_mode(mode or "strict"):
+            before = torch_tpu.metrics.snapshot()["compiles"]
+            generate(m, p, new_tokens)
+            first = torch_tpu.metrics.snapshot()["compiles"] - before
+            samples = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                generate(m, p, new_tokens)
+                sync(device)
+                samples.append((time.perf_counter() - start) / new_tokens)
+            later = torch_tpu.metrics.snapshot()["compiles"] - before - first
+        first_text = "-" if device == "cpu" else str(first)
+        later_text = "-" if device == "cpu" else str(later)
+        print(f"| {name} | {statistics.median(samples) * 1e3:.2f} | {first_text} | {later_text} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cases", default=",".join([*CASES, "decode"]))
     args = parser.parse_args()
+    chosen = args.cases.split(",")
     torch.set_num_threads(os.cpu_count() or 1)
-    print("| case | tpu (ms) | CPU eager (ms) | tpu / CPU |")
-    print("|---|---:|---:|---:|")
-    for name, make, inner in CASES:
-        times = {}
-        for device in ("tpu", "cpu"):
-            step, per_call = make(device)
-            times[device] = timed(step, device, args.repeats, inner) / per_call
-        ratio = times["tpu"] / times["cpu"]
-        print(f"| {name} | {times['tpu'] * 1e3:.3f} | {times['cpu'] * 1e3:.3f} | {ratio:.2f} |")
+    print(
+        "| case | CPU eager (ms) | strict (ms) | defer_and_fuse (ms) | strict / CPU |"
+        " defer / CPU | defer speed-up over strict |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for key, (name, make, inner) in CASES.items():
+        if key not in chosen:
+            continue
+        t = run_case(make, inner, args.repeats)
+        print(
+            f"| {name} | {t['cpu'] * 1e3:.3f} | {t['strict'] * 1e3:.3f} | "
+            f"{t['defer_and_fuse'] * 1e3:.3f} | {t['strict'] / t['cpu']:.2f} | "
+            f"{t['defer_and_fuse'] / t['cpu']:.2f} | {t['strict'] / t['defer_and_fuse']:.2f}x |"
+        )
+    if "decode" in chosen:
+        decoding(args.repeats)
     print(
         f"\nmedian of {args.repeats} repeats; {torch_tpu.platform()} platform, "
         f"{torch.get_num_threads()} CPU threads"

@@ -1,6 +1,8 @@
 """Greedy generation with a key/value cache on tpu: trains the small GPT briefly,
 then decodes one token at a time reusing cached keys and values, and checks the
-tokens against full recomputation on the CPU.
+tokens against full recomputation on the CPU. Both caches are shown: the growing one
+(new shapes every step) and the bucketed StaticCache (the same program all through a
+bucket, which suits the defer_and_fuse mode).
 
     TORCH_TPU_CPU_FALLBACK=error python examples/generate_gpt.py
 """
@@ -14,7 +16,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpt import GPT, Config  # noqa: E402
+from gpt import GPT, Config, StaticCache  # noqa: E402
 from train_gpt import train_model  # noqa: E402
 
 import torch_tpu  # noqa: E402
@@ -33,6 +35,28 @@ def generate_cached(model: GPT, prompt: torch.Tensor, new_tokens: int) -> list[i
 
 
 @torch.no_grad()
+def generate_bucketed(model: GPT, prompt: torch.Tensor, new_tokens: int, bucket: int = 8):
+    """Greedy decoding through StaticCaches, one token per step (the prompt too), with
+    the next token and its position kept on the device: no step waits for the host,
+    and each step ends with torch_tpu.sync() so deferred steps all share one program."""
+    config = model.config
+    head_dim = config.width // config.heads
+    caches = [StaticCache(1, config.heads, head_dim, bucket, prompt.device) for _ in model.blocks]
+    position = torch.zeros((), dtype=torch.long, device=prompt.device)
+    tokens = [prompt[:, i : i + 1] for i in range(prompt.shape[1])]
+    for step in range(prompt.shape[1] + new_tokens - 1):
+        if step == caches[0].length:
+            for cache in caches:
+                cache.grow(2 * cache.length)
+        logits = model(tokens[step], caches, start=position)
+        if step + 1 >= len(tokens):
+            tokens.append(logits[:, -1].argmax(dim=-1, keepdim=True))
+        position = position + 1
+        torch_tpu.sync()
+    return torch.cat(tokens, dim=1)[0].tolist()
+
+
+@torch.no_grad()
 def generate_full(model: GPT, prompt: torch.Tensor, new_tokens: int) -> list[int]:
     idx = prompt
     for _ in range(new_tokens):
@@ -46,10 +70,14 @@ def main() -> None:
     prompt = torch.tensor([[7, 8, 9, 10]])
     new_tokens = Config().context - prompt.shape[1]
     tpu_tokens = generate_cached(model, prompt.to("tpu"), new_tokens)
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        bucketed_tokens = generate_bucketed(model, prompt.to("tpu"), new_tokens)
     cpu_tokens = generate_full(copy.deepcopy(model).cpu(), prompt, new_tokens)
-    print("tpu, cached:", tpu_tokens)
-    print("cpu, full:  ", cpu_tokens)
+    print("tpu, cached:  ", tpu_tokens)
+    print("tpu, bucketed:", bucketed_tokens)
+    print("cpu, full:    ", cpu_tokens)
     assert tpu_tokens == cpu_tokens, "cached decoding on tpu differs from the CPU"
+    assert bucketed_tokens == cpu_tokens, "bucketed decoding on tpu differs from the CPU"
     stats = torch_tpu.metrics.snapshot()
     print(
         f"{new_tokens} tokens; compiles {stats['compiles']}, "

@@ -1,8 +1,17 @@
-"""Shared pytest setup for torch_tpu's Python tests: makes the repository importable
-and imports torch_tpu once, so every test file sees the ``tpu`` device."""
+"""Shared pytest setup for torch_tpu's Python tests: makes the repository importable,
+points the disk compile cache at a temporary directory (never the user's ~/.cache; it
+is warm across test files and removed at exit), and imports torch_tpu once, so every
+test file sees the ``tpu`` device."""
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
+
+_CACHE_DIR = tempfile.mkdtemp(prefix="torch_tpu_test_cache_")
+os.environ["TORCH_TPU_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -10,22 +19,23 @@ if ROOT not in sys.path:
 
 import torch_tpu  # noqa: E402,F401
 
-_opinfo_passed: set[tuple[str, str, str]] = set()
+_opinfo_passed: set[tuple[str, str, str, str]] = set()
 
 
 def pytest_runtest_logreport(report):
     if report.when == "call" and report.passed and "test_opinfo.py::test_opinfo[" in report.nodeid:
-        name, dtype, mode = report.nodeid.split("[", 1)[1].rstrip("]").rsplit("-", 2)
-        _opinfo_passed.add((name, dtype, mode))
+        case = report.nodeid.split("[", 1)[1].rstrip("]")
+        name, dtype, mode, eager = case.rsplit("-", 3)
+        _opinfo_passed.add((name, dtype, mode, eager))
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not _opinfo_passed:
-        return
-    forward = {(n, d) for n, d, m in _opinfo_passed if m == "forward"}
-    grads = {(n, d) for n, d, m in _opinfo_passed if m == "grad"}
-    ops = {n for n, _ in forward}
-    terminalreporter.write_line(
-        f"OpInfo conformance: {len(forward)} (op, dtype) pairs pass on tpu across {len(ops)} "
-        f"OpInfos; gradients match for {len(grads)} of them (float32)"
-    )
+    for eager in sorted({e for *_, e in _opinfo_passed}):
+        passed = [(n, d, m) for n, d, m, e in _opinfo_passed if e == eager]
+        forward = {(n, d) for n, d, m in passed if m == "forward"}
+        grads = {(n, d) for n, d, m in passed if m == "grad"}
+        ops = {n for n, _ in forward}
+        terminalreporter.write_line(
+            f"OpInfo conformance ({eager}): {len(forward)} (op, dtype) pairs pass on tpu across "
+            f"{len(ops)} OpInfos; gradients match for {len(grads)} of them (float32)"
+        )

@@ -1,5 +1,6 @@
 """python -m torch_tpu.doctor reports the setup and passes its self-test here."""
 
+import os
 import subprocess
 import sys
 
@@ -11,5 +12,6 @@ def test_doctor_reports_a_working_installation():
     assert result.returncode == 0, result.stdout + result.stderr
     for line in ("PJRT plugin:", "PJRT C API:", "eager mode:", "CPU fallback:", "self-test:"):
         assert line in result.stdout
+    assert f"compile cache:   {os.environ['TORCH_TPU_CACHE_DIR']} (" in result.stdout
     assert "The installation works." in result.stdout
     assert "FAIL" not in result.stdout

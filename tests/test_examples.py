@@ -1,5 +1,6 @@
 """The examples run with TORCH_TPU_CPU_FALLBACK=error: every op they reach is native.
-Each example checks its own results against the CPU and exits non-zero otherwise."""
+Each example checks its own results against the CPU and exits non-zero otherwise; the
+training examples do so in the defer_and_fuse mode too."""
 
 import os
 import subprocess
@@ -10,13 +11,29 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.parametrize("example", ["train_mlp", "train_gpt", "train_cnn", "generate_gpt"])
-def test_example_runs_natively_and_matches_cpu(example):
+@pytest.mark.parametrize(
+    "example,mode",
+    [
+        ("train_mlp", "strict"),
+        ("train_gpt", "strict"),
+        ("train_cnn", "strict"),
+        ("generate_gpt", "strict"),
+        ("train_gpt", "defer_and_fuse"),
+        ("train_cnn", "defer_and_fuse"),
+    ],
+)
+def test_example_runs_natively_and_matches_cpu(example, mode):
+    env = {
+        **os.environ,
+        "TORCH_TPU_CPU_FALLBACK": "error",
+        "TORCH_TPU_EAGER_MODE": mode,
+        "PYTHONPATH": ROOT,
+    }
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", f"{example}.py")],
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "TORCH_TPU_CPU_FALLBACK": "error", "PYTHONPATH": ROOT},
+        env=env,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]

@@ -1,6 +1,7 @@
 """Conformance on PyTorch's OpInfo database: every OpInfo whose operator has a native
 tpu kernel runs its sample inputs on tpu and on the CPU, and the results (and, for
-float32, the gradients) are compared. Exceptions live in opinfo_expectations.py.
+float32, the gradients) are compared, in each of the three eager modes. Exceptions
+live in opinfo_expectations.py.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from torch.utils._pytree import tree_map
 
 import torch_tpu
 
+EAGER_MODES = ("strict", "debug", "defer_and_fuse")
 DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool)
 MAX_SAMPLES = 6
 TOLERANCE = {
@@ -52,7 +54,10 @@ def _cases():
                     (full, "*", mode)
                 )
                 marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-                yield pytest.param(op, dtype, mode, id=f"{full}-{dtype_name}-{mode}", marks=marks)
+                for eager in EAGER_MODES:
+                    yield pytest.param(
+                        op, dtype, mode, eager, id=f"{full}-{dtype_name}-{mode}-{eager}", marks=marks
+                    )
 
 
 def _tensor_to_tpu(x: torch.Tensor) -> torch.Tensor:
@@ -111,8 +116,13 @@ def _grads(op, sample, outputs):
     return torch.autograd.grad(total, inputs, allow_unused=True)
 
 
-@pytest.mark.parametrize("op,dtype,mode", list(_cases()))
-def test_opinfo(op, dtype, mode):
+@pytest.mark.parametrize("op,dtype,mode,eager", list(_cases()))
+def test_opinfo(op, dtype, mode, eager):
+    with torch_tpu.eager_mode(eager):
+        _check_samples(op, dtype, mode)
+
+
+def _check_samples(op, dtype, mode):
     samples = list(op.sample_inputs("cpu", dtype, requires_grad=mode == "grad"))[:MAX_SAMPLES]
     assert samples, "the OpInfo produced no samples"
     for sample in samples:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from torch_tpu import _versions
 
+__version__ = "0.1.0"  # part of the disk cache's key: set before the cache is configured
+
 _versions.check_torch()
 
 import torch  # noqa: E402
@@ -27,11 +29,13 @@ torch.utils.rename_privateuse1_backend("tpu")
 from torch_tpu import (  # noqa: E402
     _autograd_threads,
     _printing,
+    cache,  # noqa: E402,F401
     metrics,  # noqa: E402,F401
 )
 from torch_tpu import device as _device_module  # noqa: E402
-from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode  # noqa: E402
+from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 
+cache._configure_from_environment()
 _printing.install()
 _autograd_threads.start(_C._device_count())
 
@@ -40,8 +44,8 @@ torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
 
-__version__ = "0.1.0"
 __all__ = [
+    "cache",
     "coverage",
     "eager_mode",
     "get_eager_mode",
@@ -49,6 +53,7 @@ __all__ = [
     "platform",
     "plugin_info",
     "set_eager_mode",
+    "sync",
 ]
 
 

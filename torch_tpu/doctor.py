@@ -9,7 +9,6 @@ device against the CPU. Exits 0 when everything passed, 1 otherwise.
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 
@@ -77,9 +76,12 @@ def main() -> int:
     print(f"memory cap:      {limit if limit else 'none'} (TORCH_TPU_HBM_BYTES)")
     print(f"eager mode:      {torch_tpu.get_eager_mode()}")
     print(f"CPU fallback:    {torch_tpu._C._get_fallback_mode()} (TORCH_TPU_CPU_FALLBACK)")
-    cache = os.environ.get("TORCH_TPU_CACHE_DIR")
-    unused = "; TORCH_TPU_CACHE_DIR is set but not used yet" if cache else ""
-    print(f"compile cache:   in memory only{unused}")
+    cache = torch_tpu.cache.stats()
+    if cache["directory"] is None:
+        print("compile cache:   in memory only (TORCH_TPU_CACHE_DIR is empty or off)")
+    else:
+        size = f"{cache['bytes'] / 2**20:.1f} of {cache['max_bytes'] / 2**20:.0f} MiB"
+        print(f"compile cache:   {cache['directory']} ({cache['entries']} entries, {size})")
     print(f"native kernels:  {len(torch_tpu.coverage())} ATen overloads")
     print("\nself-test:")
     try:

@@ -13,8 +13,10 @@ from torch_tpu import _C
 
 
 def snapshot() -> dict:
-    """A copy of the counters: compiles, cache_hits, executions, host_to_device,
-    device_to_host, compile_seconds, native_ops and cpu_fallbacks (dicts op -> calls)."""
+    """A copy of the counters: compiles (real XLA compiles only), cache_hits (programs
+    found in memory), executions, host_to_device, device_to_host, compile_seconds, the
+    disk cache's disk_hits, disk_misses, disk_writes, disk_evictions and disk_corrupt
+    (see torch_tpu.cache), native_ops and cpu_fallbacks (dicts op -> calls)."""
     return _C._metrics_snapshot()
 
 

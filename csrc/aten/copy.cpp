@@ -39,6 +39,8 @@ at::Tensor download(const at::Tensor& src) {
   }
   storage->buffer()->to_host(host.data_ptr(), host.nbytes());
   runtime::metrics().count_device_to_host();
+  // A value read back from a deferred graph raises that graph's failed checks.
+  runtime::Runtime::get().raise_deferred_checks();
   return host;
 }
 

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "runtime/buffer_type.h"
+
 namespace tpu::aten {
 
 using hlo::ElementType;
@@ -48,25 +50,6 @@ c10::ScalarType scalar_type(hlo::ElementType type) {
   TORCH_INTERNAL_ASSERT(false, "unknown element type");
 }
 
-PJRT_Buffer_Type buffer_type(hlo::ElementType type) {
-  switch (type) {
-    case ElementType::Pred: return PJRT_Buffer_Type_PRED;
-    case ElementType::S8: return PJRT_Buffer_Type_S8;
-    case ElementType::S16: return PJRT_Buffer_Type_S16;
-    case ElementType::S32: return PJRT_Buffer_Type_S32;
-    case ElementType::S64: return PJRT_Buffer_Type_S64;
-    case ElementType::U8: return PJRT_Buffer_Type_U8;
-    case ElementType::U16: return PJRT_Buffer_Type_U16;
-    case ElementType::U32: return PJRT_Buffer_Type_U32;
-    case ElementType::U64: return PJRT_Buffer_Type_U64;
-    case ElementType::F16: return PJRT_Buffer_Type_F16;
-    case ElementType::F32: return PJRT_Buffer_Type_F32;
-    case ElementType::F64: return PJRT_Buffer_Type_F64;
-    case ElementType::BF16: return PJRT_Buffer_Type_BF16;
-    case ElementType::C64: return PJRT_Buffer_Type_C64;
-    case ElementType::C128: return PJRT_Buffer_Type_C128;
-  }
-  TORCH_INTERNAL_ASSERT(false, "unknown element type");
-}
+PJRT_Buffer_Type buffer_type(hlo::ElementType type) { return runtime::buffer_type(type); }
 
 }  // namespace tpu::aten

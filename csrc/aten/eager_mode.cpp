@@ -6,6 +6,8 @@
 #include <mutex>
 #include <optional>
 
+#include "runtime/runtime.h"
+
 namespace tpu::aten {
 
 namespace {
@@ -21,29 +23,48 @@ bool flag(const char* name) {
 EagerMode parse_eager_mode(const std::string& text) {
   if (text == "strict" || text.empty()) return EagerMode::Strict;
   if (text == "debug") return EagerMode::Debug;
-  TORCH_CHECK_NOT_IMPLEMENTED(text != "defer_and_fuse",
-                              "the defer_and_fuse eager mode is not implemented yet; use "
-                              "'strict' (the default) or 'debug'");
-  TORCH_CHECK_VALUE(false, "unknown tpu eager mode '", text, "': expected 'strict' or 'debug'");
+  if (text == "defer_and_fuse") return EagerMode::DeferAndFuse;
+  TORCH_CHECK_VALUE(false, "unknown tpu eager mode '", text,
+                    "': expected 'strict', 'debug' or 'defer_and_fuse'");
 }
 
 EagerMode eager_mode() {
   std::lock_guard<std::mutex> lock(mutex);
   if (!mode.has_value()) {
     const char* text = std::getenv("TORCH_TPU_EAGER_MODE");
-    mode = flag("TPU_LAUNCH_BLOCKING") ? EagerMode::Debug
-                                       : parse_eager_mode(text != nullptr ? text : "");
+    mode = flag("TPU_LAUNCH_BLOCKING")  ? EagerMode::Debug
+           : flag("TPU_DEFER_AND_FUSE") ? EagerMode::DeferAndFuse
+                                        : parse_eager_mode(text != nullptr ? text : "");
   }
   return *mode;
 }
 
 void set_eager_mode(EagerMode value) {
+  sync();
   std::lock_guard<std::mutex> lock(mutex);
   mode = value;
 }
 
+void sync() {
+  if (runtime::Runtime::is_initialized()) runtime::Runtime::get().flush_deferred();
+}
+
+int64_t defer_max_ops() {
+  static const int64_t limit = [] {
+    const char* text = std::getenv("TORCH_TPU_DEFER_MAX_OPS");
+    int64_t value = text != nullptr ? std::atoll(text) : 0;
+    return value > 0 ? value : int64_t{4096};
+  }();
+  return limit;
+}
+
 const char* eager_mode_name(EagerMode value) {
-  return value == EagerMode::Debug ? "debug" : "strict";
+  switch (value) {
+    case EagerMode::Debug: return "debug";
+    case EagerMode::DeferAndFuse: return "defer_and_fuse";
+    case EagerMode::Strict: break;
+  }
+  return "strict";
 }
 
 bool debug_nans() {

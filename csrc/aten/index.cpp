@@ -107,7 +107,7 @@ Value put_along(Builder& b, const Value& x, int64_t dim, const Value& index, con
   return scatter(b, x, b.reshape(index, {n, 1}), updates, d, combine);
 }
 
-std::pair<int64_t, int64_t> min_max(const at::Tensor& index) {
+void check_min_max(const at::Tensor& index, std::function<void(int64_t lo, int64_t hi)> check) {
   at::Tensor out = at::empty({2}, index.options().dtype(at::kLong));
   Program p("tpu::index_min_max");
   auto& b = p.b();
@@ -117,8 +117,10 @@ std::pair<int64_t, int64_t> min_max(const at::Tensor& index) {
   Value hi = b.reduce(v, b.constant(-big, hlo::ElementType::S64), hlo::Reduction::Max, {0});
   p.write(out, b.concatenate({b.reshape(lo, {1}), b.reshape(hi, {1})}, 0));
   p.run();
-  at::Tensor host = out.cpu();
-  return {host[0].item<int64_t>(), host[1].item<int64_t>()};
+  check_later(out, [check = std::move(check)](const at::Tensor& host) {
+    const int64_t* values = host.const_data_ptr<int64_t>();
+    check(values[0], values[1]);
+  });
 }
 
 }  // namespace indexing
@@ -134,10 +136,11 @@ using indexing::Combine;
 // index is outside [0, size).
 void check_in_range(const at::Tensor& index, int64_t dim, int64_t size) {
   if (index.numel() == 0) return;
-  auto [lo, hi] = indexing::min_max(index);
-  int64_t bad = lo < 0 ? lo : hi;
-  TORCH_CHECK(lo >= 0 && hi < size, "index ", bad, " is out of bounds for dimension ", dim,
-              " with size ", size);
+  indexing::check_min_max(index, [dim, size](int64_t lo, int64_t hi) {
+    int64_t bad = lo < 0 ? lo : hi;
+    TORCH_CHECK(lo >= 0 && hi < size, "index ", bad, " is out of bounds for dimension ", dim,
+                " with size ", size);
+  });
 }
 
 // Full coordinates [I..., r] for torch.gather/scatter: iotas in every dimension but
@@ -288,13 +291,15 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   at::native::resize_output(out, shape);
   const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
   if (index.numel() > 0) {
-    auto [lo, hi] = indexing::min_max(index);
-    int64_t bad = lo < 0 ? lo : hi;
-    if (self.dim() > 1 && dim == 1) {
-      TORCH_CHECK(lo >= 0 && hi < size, "INDICES element is out of DATA bounds, id=", bad,
-                  " axis_dim=", size);
-    }
-    TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index out of range in self");
+    const bool dense_message = self.dim() > 1 && dim == 1;
+    indexing::check_min_max(index, [dense_message, size](int64_t lo, int64_t hi) {
+      int64_t bad = lo < 0 ? lo : hi;
+      if (dense_message) {
+        TORCH_CHECK(lo >= 0 && hi < size, "INDICES element is out of DATA bounds, id=", bad,
+                    " axis_dim=", size);
+      }
+      TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index out of range in self");
+    });
   }
   Program p("aten::index_select.out");
   auto& b = p.b();

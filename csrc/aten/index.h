@@ -3,6 +3,7 @@
 // shared by index.cpp, index_advanced.cpp and shape.cpp.
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -32,8 +33,9 @@ hlo::Value take_along(hlo::Builder& b, const hlo::Value& x, int64_t dim, const h
 hlo::Value put_along(hlo::Builder& b, const hlo::Value& x, int64_t dim, const hlo::Value& index,
                      const hlo::Value& updates, Combine combine);
 
-// The smallest and largest value of a non-empty integer tpu tensor (one tiny program
-// and a two-element download).
-std::pair<int64_t, int64_t> min_max(const at::Tensor& index);
+// Calls `check(lo, hi)` with the smallest and largest value of a non-empty integer
+// tpu tensor (one tiny program and a two-element download), at once or, in
+// defer_and_fuse mode, when the pending graph runs (see check_later).
+void check_min_max(const at::Tensor& index, std::function<void(int64_t lo, int64_t hi)> check);
 
 }  // namespace tpu::aten::indexing

@@ -98,9 +98,11 @@ void check_bounds(const at::Tensor& self, const Plan& plan) {
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     if (plan.tensors[i].numel() == 0) continue;
     const int64_t size = self.size(plan.dims[i]);
-    auto [lo, hi] = indexing::min_max(plan.tensors[i]);
-    TORCH_CHECK_INDEX(lo >= -size && hi < size, "index ", lo < -size ? lo : hi,
-                      " is out of bounds for dimension ", plan.dims[i], " with size ", size);
+    const int64_t dim = plan.dims[i];
+    indexing::check_min_max(plan.tensors[i], [size, dim](int64_t lo, int64_t hi) {
+      TORCH_CHECK_INDEX(lo >= -size && hi < size, "index ", lo < -size ? lo : hi,
+                        " is out of bounds for dimension ", dim, " with size ", size);
+    });
   }
 }
 

@@ -101,7 +101,9 @@ void lower_bce(const at::Tensor& self, const at::Tensor& target,
   if (defined(weight)) losses = mul(b, losses, b.broadcast_to(p.read(*weight, compute), dims));
   p.write(out, reduce_loss(b, losses, reduction));
   p.run();
-  TORCH_CHECK(!bad.item<bool>(), "all elements of input should be between 0 and 1");
+  check_later(bad, [](const at::Tensor& host) {
+    TORCH_CHECK(!host.item<bool>(), "all elements of input should be between 0 and 1");
+  });
 }
 
 // ---- smooth_l1_loss and huber_loss ----

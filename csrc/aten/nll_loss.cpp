@@ -96,9 +96,11 @@ void check_targets(const at::Tensor& target, int64_t classes, int64_t ignore_ind
   for (int64_t d = 0; d < t.rank(); ++d) all[d] = d;
   p.write(worst, b.reduce(marked, b.constant(none, t.element()), hlo::Reduction::Max, all));
   p.run();
-  const int64_t value = worst.item<int64_t>();
-  TORCH_CHECK_INDEX(value == std::numeric_limits<int64_t>::min(), "Target ", value,
-                    " is out of bounds.");
+  check_later(worst, [](const at::Tensor& host) {
+    const int64_t value = host.item<int64_t>();
+    TORCH_CHECK_INDEX(value == std::numeric_limits<int64_t>::min(), "Target ", value,
+                      " is out of bounds.");
+  });
 }
 
 // Per-row pieces shared by forward and backward: the safe target index, the row mask

@@ -1,9 +1,11 @@
 #include "aten/program.h"
 
+#include <ATen/ops/empty.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "aten/device.h"
@@ -106,10 +108,10 @@ Program::StorageState& Program::state_of(const at::Tensor& tensor) {
 hlo::Value Program::storage_value(StorageState& state) {
   if (!state.has_value) {
     materialize(*state.storage);
-    state.value = builder_.parameter(
-        hlo::TensorType{state.storage->element_type(), {state.storage->elements()}});
+    hlo::TensorType type{state.storage->element_type(), {state.storage->elements()}};
+    state.value = builder_.parameter(type);
     state.has_value = true;
-    operands_.push_back(Operand{static_cast<int>(&state - storages_.data()), {}, {}, {}});
+    operands_.push_back(Operand{static_cast<int>(&state - storages_.data()), {}, {}, {}, type});
   }
   return state.value;
 }
@@ -140,16 +142,18 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
 }
 
 hlo::Value Program::scalar(const c10::Scalar& value, c10::ScalarType type) {
-  hlo::Value parameter = builder_.parameter(hlo::TensorType{element_type(type), {}});
-  operands_.push_back(Operand{-1, scalar_bytes(value, type), type, {}});
+  hlo::TensorType parameter_type{element_type(type), {}};
+  hlo::Value parameter = builder_.parameter(parameter_type);
+  operands_.push_back(Operand{-1, scalar_bytes(value, type), type, {}, parameter_type});
   return parameter;
 }
 
 hlo::Value Program::key(const std::array<uint64_t, 2>& key) {
-  hlo::Value parameter = builder_.parameter(hlo::TensorType{hlo::ElementType::U64, {2}});
+  hlo::TensorType parameter_type{hlo::ElementType::U64, {2}};
+  hlo::Value parameter = builder_.parameter(parameter_type);
   std::vector<unsigned char> bytes(sizeof key);
   std::memcpy(bytes.data(), key.data(), sizeof key);
-  operands_.push_back(Operand{-1, std::move(bytes), c10::kUInt64, {2}});
+  operands_.push_back(Operand{-1, std::move(bytes), c10::kUInt64, {2}, parameter_type});
   return parameter;
 }
 
@@ -185,22 +189,27 @@ void Program::run() {
     written.push_back(&state);
   }
   if (results.empty()) return;
+  if (eager_mode() == EagerMode::DeferAndFuse) {
+    run_deferred(results, written);
+    return;
+  }
   runtime::Runtime& rt = runtime::Runtime::get();
   const pjrt::Client& client = rt.client();
-  auto executable = rt.programs().get(builder_.module_text(results));
+  auto executable = rt.programs().get(builder_.module_text(results), op_name_);
 
-  std::vector<pjrt::BufferPtr> scalars;
+  std::vector<pjrt::BufferPtr> inputs;
   std::vector<PJRT_Buffer*> arguments;
   for (const Operand& operand : operands_) {
     if (operand.storage >= 0) {
-      arguments.push_back(storages_[operand.storage].storage->buffer()->get());
+      inputs.push_back(storages_[operand.storage].storage->buffer());
     } else {
-      scalars.push_back(client.buffer_from_host(
+      inputs.push_back(client.buffer_from_host(
           operand.bytes.data(), buffer_type(element_type(operand.type)), operand.dims, device_));
-      arguments.push_back(scalars.back()->get());
     }
+    arguments.push_back(inputs.back()->get());
   }
   std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments, client.device(device_));
+  rt.retire(std::move(inputs), outputs.front());
   runtime::metrics().count_execution();
   runtime::metrics().count_native(op_name_);
   for (size_t i = 0; i < written.size(); ++i) {
@@ -211,6 +220,23 @@ void Program::run() {
   } else {
     rt.track(outputs);
   }
+}
+
+void Program::run_deferred(const std::vector<hlo::Value>& results,
+                           const std::vector<StorageState*>& written) {
+  std::vector<runtime::DeferredGraph::Argument> arguments;
+  for (Operand& operand : operands_) {
+    runtime::DeviceStorage* storage =
+        operand.storage >= 0 ? storages_[operand.storage].storage : nullptr;
+    arguments.push_back({storage, std::move(operand.bytes), operand.parameter});
+  }
+  std::vector<std::pair<runtime::DeviceStorage*, hlo::TensorType>> outputs;
+  for (size_t i = 0; i < written.size(); ++i)
+    outputs.emplace_back(written[i]->storage, results[i].type);
+  runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device_);
+  graph.record(builder_.function_text("private @op", results), arguments, outputs);
+  runtime::metrics().count_native(op_name_);
+  if (graph.size() >= defer_max_ops()) graph.flush();
 }
 
 void Program::await_outputs(const std::vector<pjrt::BufferPtr>& outputs,
@@ -228,6 +254,22 @@ void Program::await_outputs(const std::vector<pjrt::BufferPtr>& outputs,
     TORCH_CHECK(!has_nan_or_inf(outputs[i], results[i], device_), "tpu operator ", op_name_,
                 " produced a NaN or infinity (TORCH_TPU_DEBUG_NANS=1)");
   }
+}
+
+void check_later(const at::Tensor& flags, std::function<void(const at::Tensor& host)> check) {
+  if (eager_mode() != EagerMode::DeferAndFuse) {
+    check(flags.cpu());
+    return;
+  }
+  TORCH_INTERNAL_ASSERT(flags.is_contiguous() && flags.storage_offset() == 0);
+  at::Tensor host = at::empty(flags.sizes(), flags.options().device(c10::kCPU));
+  runtime::DeviceStorage* storage = device_storage(flags.storage());
+  runtime::Runtime::get()
+      .deferred_graph(flags.device().index())
+      .check(storage, [host, check = std::move(check)](const std::vector<unsigned char>& bytes) {
+        std::memcpy(host.data_ptr(), bytes.data(), std::min(bytes.size(), host.nbytes()));
+        check(host);
+      });
 }
 
 void materialize(runtime::DeviceStorage& storage) {

@@ -12,6 +12,7 @@
 #include <c10/core/Scalar.h>
 
 #include <array>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -39,7 +40,8 @@ class Program {
   void write(const at::Tensor& out, const hlo::Value& value);
 
   // Compiles if needed and enqueues the program. Returns at once; results are
-  // computed asynchronously.
+  // computed asynchronously. In defer_and_fuse mode the program is recorded into
+  // the device's pending graph instead.
   void run();
 
  private:
@@ -55,6 +57,8 @@ class Program {
   // TORCH_TPU_DEBUG_NANS=1, a NaN or infinity) under this op's name.
   void await_outputs(const std::vector<pjrt::BufferPtr>& outputs,
                      const std::vector<hlo::Value>& results) const;
+  void run_deferred(const std::vector<hlo::Value>& results,
+                    const std::vector<StorageState*>& written);
   StorageState& state_of(const at::Tensor& tensor);
   hlo::Value storage_value(StorageState& state);
   void check_device(const at::Tensor& tensor);
@@ -69,9 +73,15 @@ class Program {
     std::vector<unsigned char> bytes;  // a scalar's or key's value, uploaded by run()
     c10::ScalarType type = c10::kFloat;
     std::vector<int64_t> dims;
+    hlo::TensorType parameter;  // the parameter's type in this program
   };
   std::vector<Operand> operands_;
 };
+
+// Runs `check` on a host copy of `flags`, a small contiguous tpu tensor an op computed
+// to validate its input (index bounds, targets): at once, or in defer_and_fuse mode
+// when the pending graph runs, so that validating never forces a flush.
+void check_later(const at::Tensor& flags, std::function<void(const at::Tensor& host)> check);
 
 // Copies the first min(src, dst) bytes of `src` into the (empty) `dst`, zero-filling the rest.
 void copy_storage_prefix(runtime::DeviceStorage& src, runtime::DeviceStorage& dst);

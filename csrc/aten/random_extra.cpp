@@ -113,21 +113,22 @@ void check_distribution(const at::Tensor& self, bool replacement_kernel) {
                 {1});
   p.write(flags, b.concatenate({any(negative), any(infinite), zero_row}, 0));
   p.run();
-  at::Tensor host = flags.cpu();
-  const bool any_negative = host[0].item<bool>();
-  const bool any_infinite = host[1].item<bool>();
-  if (replacement_kernel) {
-    TORCH_CHECK(!any_negative,
-                "invalid multinomial distribution (encountering probability entry < 0)");
-    TORCH_CHECK(
-        !any_infinite,
-        "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
-  } else {
-    TORCH_CHECK(!any_negative && !any_infinite,
-                "probability tensor contains either `inf`, `nan` or element < 0");
-  }
-  TORCH_CHECK(!host[2].item<bool>(),
-              "invalid multinomial distribution (sum of probabilities <= 0)");
+  check_later(flags, [replacement_kernel](const at::Tensor& host) {
+    const bool any_negative = host[0].item<bool>();
+    const bool any_infinite = host[1].item<bool>();
+    if (replacement_kernel) {
+      TORCH_CHECK(!any_negative,
+                  "invalid multinomial distribution (encountering probability entry < 0)");
+      TORCH_CHECK(
+          !any_infinite,
+          "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+    } else {
+      TORCH_CHECK(!any_negative && !any_infinite,
+                  "probability tensor contains either `inf`, `nan` or element < 0");
+    }
+    TORCH_CHECK(!host[2].item<bool>(),
+                "invalid multinomial distribution (sum of probabilities <= 0)");
+  });
 }
 
 // The int64 position of the largest key along the last axis (the first one on ties).

@@ -389,7 +389,12 @@ Value Builder::dynamic_update_slice(const Value& operand, const Value& update,
 }
 
 std::string Builder::module_text(const std::vector<Value>& results) const {
-  std::string text = "module @torch_tpu {\n  func.func public @main(";
+  return "module @torch_tpu {\n" + function_text("public @main", results) + "}\n";
+}
+
+std::string Builder::function_text(const std::string& function_name,
+                                   const std::vector<Value>& results) const {
+  std::string text = "  func.func " + function_name + "(";
   for (size_t i = 0; i < parameters_.size(); ++i) {
     text += (i ? ", " : "") + std::string("%arg") + std::to_string(i) + ": " + parameters_[i].str();
     if (parameter_alias_[i] >= 0) {
@@ -403,7 +408,7 @@ std::string Builder::module_text(const std::vector<Value>& results) const {
     names += (i ? ", " : "") + name(results[i]);
   }
   text += ") -> (" + result_types + ") {\n" + body_;
-  text += "    \"func.return\"(" + names + ") : (" + result_types + ") -> ()\n  }\n}\n";
+  text += "    \"func.return\"(" + names + ") : (" + result_types + ") -> ()\n  }\n";
   return text;
 }
 

@@ -75,6 +75,9 @@ class Builder {
 
   // The module text returning `results` from @main.
   std::string module_text(const std::vector<Value>& results) const;
+  // The same program as one function `name` ("private @f3", "public @main") for a
+  // module that holds several (the deferred graph calls each op's function).
+  std::string function_text(const std::string& name, const std::vector<Value>& results) const;
 
   // Any StableHLO op, in generic form:
   //   %r = "stablehlo.<name>"(operands) <region> {<attributes>} : (types) -> result

@@ -53,4 +53,11 @@ std::unique_ptr<Event> Buffer::ready_event() const {
   return std::make_unique<Event>(plugin_, args.event);
 }
 
+bool Buffer::is_deleted() const {
+  auto args = PJRT_ARGS(PJRT_Buffer_IsDeleted_Args);
+  args.buffer = buffer_;
+  check(plugin_->api(), plugin_->api()->PJRT_Buffer_IsDeleted(&args), "PJRT_Buffer_IsDeleted");
+  return args.is_deleted;
+}
+
 }  // namespace tpu::pjrt

@@ -28,6 +28,8 @@ class Buffer {
   void to_host(void* dst, size_t dst_size) const { to_host_async(dst, dst_size)->await(); }
   // Fires when the buffer's contents are computed.
   std::unique_ptr<Event> ready_event() const;
+  // True once the buffer was donated to (consumed by) an execution.
+  bool is_deleted() const;
 
  private:
   std::shared_ptr<const Plugin> plugin_;

@@ -15,6 +15,9 @@
 namespace py = pybind11;
 
 namespace tpu {
+
+void register_cache_bindings(py::module& m);  // cache_bindings.cpp
+
 namespace {
 
 py::dict plugin_info() {
@@ -62,6 +65,13 @@ py::dict metrics_snapshot() {
   out["host_to_device"] = s.host_to_device;
   out["device_to_host"] = s.device_to_host;
   out["compile_seconds"] = s.compile_seconds;
+  out["disk_hits"] = s.disk_hits;
+  out["disk_misses"] = s.disk_misses;
+  out["disk_writes"] = s.disk_writes;
+  out["disk_evictions"] = s.disk_evictions;
+  out["disk_corrupt"] = s.disk_corrupt;
+  out["fused_graphs"] = s.fused_graphs;
+  out["fused_ops"] = s.fused_ops;
   out["cpu_fallbacks"] = s.cpu_fallbacks;
   out["native_ops"] = s.native_ops;
   return out;
@@ -73,6 +83,7 @@ py::dict metrics_snapshot() {
 PYBIND11_MODULE(_C, m) {
   using namespace tpu;
   aten::register_foreach_kernels();
+  register_cache_bindings(m);
   m.def(
       "_initialize", [](const std::string& path) { runtime::Runtime::initialize(path); },
       py::arg("plugin_path"));
@@ -102,6 +113,10 @@ PYBIND11_MODULE(_C, m) {
     aten::set_eager_mode(parsed);
   });
   m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
+  m.def("_sync", [] {
+    py::gil_scoped_release no_gil;
+    aten::sync();
+  });
   m.def("_get_fallback_mode", [] {
     switch (aten::fallback_mode()) {
       case aten::FallbackMode::Warn: return "warn";

@@ -18,9 +18,26 @@ void Metrics::count_cache_hit() {
   data_.cache_hits += 1;
 }
 
+void Metrics::count_disk(DiskEvent event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  switch (event) {
+    case DiskEvent::Hit: data_.disk_hits += 1; break;
+    case DiskEvent::Miss: data_.disk_misses += 1; break;
+    case DiskEvent::Write: data_.disk_writes += 1; break;
+    case DiskEvent::Eviction: data_.disk_evictions += 1; break;
+    case DiskEvent::Corrupt: data_.disk_corrupt += 1; break;
+  }
+}
+
 void Metrics::count_execution() {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.executions += 1;
+}
+
+void Metrics::count_fused_graph(int64_t ops) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.fused_graphs += 1;
+  data_.fused_ops += ops;
 }
 
 void Metrics::count_host_to_device() {

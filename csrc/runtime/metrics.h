@@ -14,15 +14,27 @@ struct MetricsSnapshot {
   int64_t host_to_device = 0;
   int64_t device_to_host = 0;
   double compile_seconds = 0;
+  int64_t fused_graphs = 0;                      // defer_and_fuse graphs run
+  int64_t fused_ops = 0;                         // ops recorded into them
+  // The disk cache (compiles counts real XLA compiles only; a disk hit is not one).
+  int64_t disk_hits = 0;       // executables loaded from disk
+  int64_t disk_misses = 0;     // no entry on disk
+  int64_t disk_writes = 0;     // entries written
+  int64_t disk_evictions = 0;  // entries deleted to stay under the size cap
+  int64_t disk_corrupt = 0;    // entries rejected: truncated, corrupt, foreign, unloadable
   std::map<std::string, int64_t> cpu_fallbacks;  // operator name -> calls
   std::map<std::string, int64_t> native_ops;     // operator name -> calls
 };
+
+enum class DiskEvent { Hit, Miss, Write, Eviction, Corrupt };
 
 class Metrics {
  public:
   void count_compile(double seconds);
   void count_cache_hit();
+  void count_disk(DiskEvent event);
   void count_execution();
+  void count_fused_graph(int64_t ops);
   void count_host_to_device();
   void count_device_to_host();
   void count_fallback(const std::string& op);

@@ -1,12 +1,16 @@
 #include "runtime/program_cache.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 
 #include "runtime/metrics.h"
 
 namespace tpu::runtime {
 
-std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program) {
+std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
+                                                    const std::string& label) {
+  std::shared_ptr<DiskCache> disk;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = programs_.find(program);
@@ -14,13 +18,60 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program) 
       metrics().count_cache_hit();
       return found->second;
     }
+    disk = disk_;
   }
+  std::shared_ptr<pjrt::Executable> executable;
+  std::string rejected;
+  if (disk != nullptr) {
+    DiskLookup found = disk->load(program);
+    if (found.status == DiskLookup::Status::Hit) {
+      try {
+        executable = client_.deserialize(found.payload);
+        disk->mark_used(program);
+      } catch (const std::exception& error) {
+        // Intact bytes the plugin still refuses (e.g. a plugin rebuilt in place).
+        disk->reject(program);
+        rejected = std::string("the plugin cannot load it: ") + error.what();
+      }
+    } else if (found.status == DiskLookup::Status::Rejected) {
+      rejected = found.why;
+    }
+  }
+  if (executable == nullptr) {
+    executable = compile(program, label, rejected);
+    if (disk != nullptr) {
+      try {
+        disk->store(program, executable->serialize());
+      } catch (const std::exception& error) {
+        // A plugin that cannot serialize still runs everything; it just recompiles.
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true)) {
+          RecompileLog::write("warning: cannot serialize compiled programs for the disk cache (" +
+                              std::string(error.what()) + ")");
+        }
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  programs_.emplace(program, executable);
+  return executable;
+}
+
+std::shared_ptr<pjrt::Executable> ProgramCache::compile(const std::string& program,
+                                                        const std::string& label,
+                                                        const std::string& rejected) {
+  std::string why = RecompileLog::enabled() ? log_.explain(label, program) : "";
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<pjrt::Executable> executable = client_.compile(program);
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   metrics().count_compile(elapsed.count());
-  std::lock_guard<std::mutex> lock(mutex_);
-  programs_.emplace(program, executable);
+  if (!why.empty()) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.3f", elapsed.count());
+    std::string line = "compile " + (label.empty() ? std::string("program") : label) + ": " + why;
+    if (!rejected.empty()) line += "; disk cache entry rejected: " + rejected;
+    RecompileLog::write(line + " in " + seconds + " s");
+  }
   return executable;
 }
 
@@ -32,6 +83,16 @@ size_t ProgramCache::size() {
 void ProgramCache::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   programs_.clear();
+}
+
+void ProgramCache::set_disk_cache(std::shared_ptr<DiskCache> disk) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  disk_ = std::move(disk);
+}
+
+std::shared_ptr<DiskCache> ProgramCache::disk_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return disk_;
 }
 
 }  // namespace tpu::runtime

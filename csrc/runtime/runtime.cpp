@@ -13,7 +13,19 @@ Runtime* instance = nullptr;  // intentionally leaked: plugins must outlive ever
 Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin)
     : plugin_(std::move(plugin)),
       client_(std::make_unique<pjrt::Client>(plugin_)),
-      programs_(std::make_unique<ProgramCache>(*client_)) {}
+      programs_(std::make_unique<ProgramCache>(*client_)) {
+  for (int i = 0; i < client_->device_count(); ++i) {
+    graphs_.push_back(std::make_unique<DeferredGraph>(i));
+  }
+}
+
+void Runtime::flush_deferred() {
+  for (auto& graph : graphs_) graph->flush();
+}
+
+void Runtime::raise_deferred_checks() {
+  for (auto& graph : graphs_) graph->raise_failed_checks();
+}
 
 Runtime& Runtime::initialize(const std::string& plugin_path) {
   std::lock_guard<std::mutex> lock(init_mutex);
@@ -45,21 +57,46 @@ void Runtime::track(const std::vector<pjrt::BufferPtr>& pending) {
     std::vector<std::weak_ptr<pjrt::Buffer>> still_running;
     for (auto& weak : pending_) {
       pjrt::BufferPtr buffer = weak.lock();
-      if (buffer != nullptr && !buffer->ready_event()->is_ready()) still_running.push_back(weak);
+      if (buffer != nullptr && !buffer->is_deleted() && !buffer->ready_event()->is_ready()) {
+        still_running.push_back(weak);
+      }
     }
     pending_.swap(still_running);
   }
 }
 
+void Runtime::retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output) {
+  std::deque<Retired> released;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  retired_.push_back(Retired{std::move(inputs), output->ready_event()});
+  // Executions finish in order per device: release from the front while done, and
+  // bound the backlog in loops that never synchronize.
+  while (!retired_.empty() && (retired_.size() > 1024 || retired_.front().done->is_ready())) {
+    if (!retired_.front().done->is_ready()) retired_.front().done->await();
+    released.push_back(std::move(retired_.front()));
+    retired_.pop_front();
+  }
+}
+
 void Runtime::synchronize() {
+  flush_deferred();
   std::vector<std::weak_ptr<pjrt::Buffer>> waiting;
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     waiting.swap(pending_);
   }
+  std::deque<Retired> retired;
   for (auto& weak : waiting) {
-    if (pjrt::BufferPtr buffer = weak.lock()) buffer->ready_event()->await();
+    pjrt::BufferPtr buffer = weak.lock();
+    // A donated buffer was consumed by a later run, which is waited for in its place.
+    if (buffer != nullptr && !buffer->is_deleted()) buffer->ready_event()->await();
   }
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    retired.swap(retired_);
+  }
+  for (Retired& r : retired) r.done->await();
+  raise_deferred_checks();
 }
 
 bool Runtime::is_initialized() { return instance != nullptr; }

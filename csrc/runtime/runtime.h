@@ -1,11 +1,14 @@
 #pragma once
 // The process-wide runtime: one PJRT plugin, its client and the program cache.
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "pjrt/client.h"
+#include "pjrt/event.h"
+#include "runtime/deferred_graph.h"
 #include "runtime/program_cache.h"
 
 namespace tpu::runtime {
@@ -23,10 +26,23 @@ class Runtime {
   ProgramCache& programs() { return *programs_; }
   int device_count() const { return client_->device_count(); }
 
+  // Keeps `inputs` of an execution alive until `output` is computed. Destroying a
+  // buffer that a running execution still reads blocks until it finishes, which
+  // would make every dispatch synchronous; retired buffers go once it has.
+  void retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output);
+
   // Remembers buffers still being computed, so synchronize() can wait for them.
   void track(const std::vector<pjrt::BufferPtr>& pending);
-  // Blocks until every tracked computation has finished; throws the first failure.
+  // Runs every pending deferred graph, then blocks until every tracked
+  // computation has finished; throws the first failure.
   void synchronize();
+
+  // The defer_and_fuse graph of `device`.
+  DeferredGraph& deferred_graph(int device) { return *graphs_.at(device); }
+  // Runs every device's pending graph (without waiting for the results).
+  void flush_deferred();
+  // Raises the first failed check of the deferred graphs already run (waiting for them).
+  void raise_deferred_checks();
 
  private:
   explicit Runtime(std::shared_ptr<pjrt::Plugin> plugin);
@@ -34,9 +50,15 @@ class Runtime {
   std::shared_ptr<pjrt::Plugin> plugin_;
   std::unique_ptr<pjrt::Client> client_;
   std::unique_ptr<ProgramCache> programs_;
+  std::vector<std::unique_ptr<DeferredGraph>> graphs_;
   std::mutex pending_mutex_;
   // Weak: a buffer nobody holds any more needs no waiting for.
   std::vector<std::weak_ptr<pjrt::Buffer>> pending_;
+  struct Retired {
+    std::vector<pjrt::BufferPtr> inputs;
+    std::unique_ptr<pjrt::Event> done;
+  };
+  std::deque<Retired> retired_;
 };
 
 }  // namespace tpu::runtime

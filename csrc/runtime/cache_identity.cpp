@@ -1,0 +1,57 @@
+#include "runtime/cache_identity.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "runtime/fingerprint.h"
+
+namespace tpu::runtime {
+
+namespace {
+
+std::string hex(const std::string& bytes) {
+  std::string out;
+  char digits[3];
+  for (unsigned char c : bytes) {
+    std::snprintf(digits, sizeof digits, "%02x", c);
+    out += digits;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string file_fingerprint(const std::string& path) {
+  constexpr std::streamoff kSample = 256 * 1024;
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "unreadable";
+  std::streamoff size = in.tellg();
+  std::string samples;
+  for (std::streamoff at : {std::streamoff{0}, size / 2, size - kSample}) {
+    at = std::max<std::streamoff>(0, std::min(at, size));
+    std::string chunk(static_cast<size_t>(std::min(kSample, size - at)), '\0');
+    in.seekg(at);
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    samples += chunk;
+  }
+  return std::to_string(size) + ":" + fnv1a_128_hex(samples);
+}
+
+std::string cache_identity(const pjrt::Client& client, const std::string& torch_tpu_version) {
+  const pjrt::Plugin& plugin = client.plugin();
+  std::string identity;
+  identity += "platform=" + client.platform_name() + "\n";
+  identity += "platform_version=" + client.platform_version() + "\n";
+  identity += "pjrt_api=" + std::to_string(plugin.api_major()) + "." +
+              std::to_string(plugin.api_minor()) + "\n";
+  for (const auto& [name, value] : plugin.attributes()) {
+    identity += "plugin." + name + "=" + value + "\n";
+  }
+  identity += "plugin_file=" + file_fingerprint(plugin.path()) + "\n";
+  identity += "compile_options=" + hex(pjrt::portable_compile_options()) + "\n";
+  identity += "torch_tpu=" + torch_tpu_version + "\n";
+  return identity;
+}
+
+}  // namespace tpu::runtime

@@ -1,0 +1,278 @@
+#include "runtime/deferred_graph.h"
+
+#include <stdexcept>
+
+#include "runtime/buffer_type.h"
+#include "runtime/device_buffer.h"
+#include "runtime/metrics.h"
+#include "runtime/runtime.h"
+
+namespace tpu::runtime {
+
+namespace {
+
+// The name every op function is built with; replaced by its graph-wide name.
+constexpr const char* kOpFunction = "private @op(";
+
+std::string host_group_name(hlo::ElementType type) {
+  return "%host" + std::to_string(static_cast<int>(type));
+}
+
+std::string type_list(const std::vector<hlo::TensorType>& types) {
+  std::string text;
+  for (size_t i = 0; i < types.size(); ++i) text += (i ? ", " : "") + types[i].str();
+  return text;
+}
+
+}  // namespace
+
+DeferredGraph::~DeferredGraph() {
+  for (DeviceStorage* storage : pending_) {
+    if (storage != nullptr) storage->fail("the tpu runtime was shut down before this value ran");
+  }
+}
+
+DeferredGraph::Value DeferredGraph::input(DeviceStorage* storage, const hlo::TensorType& type) {
+  if (storage->pending_graph() == this) return Value{storage->pending_name(), type};
+  const pjrt::BufferPtr& buffer = storage->buffer();
+  if (buffer == nullptr) throw std::logic_error("a deferred op read a storage that holds nothing");
+  auto [found, inserted] = buffer_index_.try_emplace(buffer->get(), buffers_.size());
+  if (inserted) {
+    buffers_.push_back(buffer);
+    buffer_types_.push_back(type);
+  }
+  return Value{"%arg" + std::to_string(found->second), type};
+}
+
+DeferredGraph::Value DeferredGraph::host_input(const Argument& argument) {
+  hlo::ElementType element = argument.type.element;
+  HostGroup& group = host_groups_[element];
+  int64_t offset = static_cast<int64_t>(group.bytes.size() / hlo::byte_size(element));
+  int64_t count = argument.type.num_elements();
+  group.bytes.insert(group.bytes.end(), argument.bytes.begin(), argument.bytes.end());
+  // The group's length is known only at flush, so its type is left as a marker.
+  std::string name = "%h" + std::to_string(next_value_++);
+  hlo::TensorType flat{element, {count}};
+  group.lines += "    " + name + "_flat = \"stablehlo.slice\"(" + host_group_name(element) +
+                 ") {start_indices = array<i64: " + std::to_string(offset) +
+                 ">, limit_indices = array<i64: " + std::to_string(offset + count) +
+                 ">, strides = array<i64: 1>} : (@GROUP@) -> " + flat.str() + "\n";
+  group.lines += "    " + name + " = \"stablehlo.reshape\"(" + name + "_flat) : (" + flat.str() +
+                 ") -> " + argument.type.str() + "\n";
+  return Value{name, argument.type};
+}
+
+void DeferredGraph::record(const std::string& function, const std::vector<Argument>& arguments,
+                           const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (outputs.empty()) throw std::logic_error("a deferred op must write something");
+  auto [found, inserted] = function_names_.try_emplace(function, "");
+  if (inserted) {
+    found->second = "@f" + std::to_string(function_names_.size() - 1);
+    std::string renamed = function;
+    size_t at = renamed.find(kOpFunction);
+    if (at == std::string::npos) throw std::logic_error("a deferred op function is not @op");
+    renamed.replace(at, std::string(kOpFunction).size(), "private " + found->second + "(");
+    functions_ += renamed;
+  }
+
+  std::string names;
+  std::vector<hlo::TensorType> argument_types;
+  for (const Argument& argument : arguments) {
+    Value value =
+        argument.storage != nullptr ? input(argument.storage, argument.type) : host_input(argument);
+    names += (names.empty() ? "" : ", ") + value.name;
+    argument_types.push_back(argument.type);
+  }
+  std::vector<hlo::TensorType> result_types;
+  for (const auto& output : outputs) result_types.push_back(output.second);
+
+  std::string call = "%c" + std::to_string(next_value_++);
+  std::string lhs = outputs.size() == 1 ? call : call + ":" + std::to_string(outputs.size());
+  calls_ += "    " + lhs + " = \"func.call\"(" + names + ") {callee = " + found->second + "} : (" +
+            type_list(argument_types) + ") -> (" + type_list(result_types) + ")\n";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    DeviceStorage* storage = outputs[i].first;
+    std::string name = outputs.size() == 1 ? call : call + "#" + std::to_string(i);
+    if (pending_index_.count(storage) == 0) {
+      pending_index_[storage] = pending_.size();
+      pending_.push_back(storage);
+    }
+    storage->set_pending(this, std::move(name), outputs[i].second.element);
+  }
+  ++ops_;
+}
+
+void DeferredGraph::check(DeviceStorage* storage,
+                          std::function<void(const std::vector<unsigned char>&)> on_result) {
+  std::unique_lock<std::recursive_mutex> lock(mutex_);
+  if (storage->pending_graph() != this) {
+    lock.unlock();
+    std::vector<unsigned char> bytes(storage->nbytes());
+    storage->buffer()->to_host(bytes.data(), bytes.size());
+    on_result(bytes);
+    return;
+  }
+  hlo::TensorType type{storage->element_type(), {storage->elements()}};
+  checks_.push_back(Check{Value{storage->pending_name(), type}, std::move(on_result)});
+}
+
+int64_t DeferredGraph::size() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return ops_;
+}
+
+void DeferredGraph::forget(DeviceStorage* storage) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto found = pending_index_.find(storage);
+  if (found == pending_index_.end()) return;
+  pending_[found->second] = nullptr;
+  pending_index_.erase(found);
+}
+
+std::string DeferredGraph::build_text(const std::vector<Value>& results,
+                                      const std::vector<int>& donated_to) const {
+  std::string text = "module @torch_tpu {\n" + functions_ + "  func.func public @main(";
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    text +=
+        (i ? ", " : "") + std::string("%arg") + std::to_string(i) + ": " + buffer_types_[i].str();
+    if (donated_to[i] >= 0) {
+      text += " {tf.aliasing_output = " + std::to_string(donated_to[i]) + " : i32}";
+    }
+  }
+  std::string host_lines;
+  bool first = buffers_.empty();
+  for (const auto& [element, group] : host_groups_) {
+    hlo::TensorType type{element,
+                         {static_cast<int64_t>(group.bytes.size() / hlo::byte_size(element))}};
+    text += (first ? "" : ", ") + host_group_name(element) + ": " + type.str();
+    first = false;
+    std::string lines = group.lines;
+    for (size_t at = lines.find("@GROUP@"); at != std::string::npos;
+         at = lines.find("@GROUP@", at)) {
+      lines.replace(at, 7, type.str());
+    }
+    host_lines += lines;
+  }
+  std::vector<hlo::TensorType> types;
+  std::string names;
+  for (const Value& result : results) {
+    types.push_back(result.type);
+    names += (names.empty() ? "" : ", ") + result.name;
+  }
+  text += ") -> (" + type_list(types) + ") {\n" + host_lines + calls_;
+  text += "    \"func.return\"(" + names + ") : (" + type_list(types) + ") -> ()\n  }\n}\n";
+  return text;
+}
+
+void DeferredGraph::raise_failed_checks() {
+  std::vector<Download> downloads;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    downloads.swap(downloads_);
+  }
+  std::exception_ptr first;
+  for (Download& download : downloads) {
+    try {
+      download.done->await();
+      download.on_result(*download.bytes);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+void DeferredGraph::flush() {
+  raise_failed_checks();
+  std::unique_lock<std::recursive_mutex> lock(mutex_);
+  std::vector<DeviceStorage*> live;
+  std::vector<Value> results;
+  for (DeviceStorage* storage : pending_) {
+    if (storage == nullptr) continue;
+    live.push_back(storage);
+    results.push_back(Value{storage->pending_name(),
+                            hlo::TensorType{storage->element_type(), {storage->elements()}}});
+  }
+  for (const Check& check : checks_) results.push_back(check.value);
+  if (results.empty()) {
+    reset();
+    return;
+  }
+
+  // An operand buffer nobody else holds (its storage was overwritten or freed
+  // here) is donated to an output of the same type, so memory stays flat.
+  std::vector<int> donated_to(buffers_.size(), -1);
+  std::vector<bool> taken(results.size(), false);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    if (buffers_[i].use_count() != 1) continue;
+    for (size_t j = 0; j < live.size(); ++j) {
+      if (!taken[j] && results[j].type.element == buffer_types_[i].element &&
+          results[j].type.dims == buffer_types_[i].dims) {
+        donated_to[i] = static_cast<int>(j);
+        taken[j] = true;
+        break;
+      }
+    }
+  }
+
+  std::vector<Check> checks = std::move(checks_);
+  std::vector<pjrt::BufferPtr> outputs;
+  try {
+    Runtime& runtime = Runtime::get();
+    const pjrt::Client& client = runtime.client();
+    auto executable = runtime.programs().get(build_text(results, donated_to), "fused graph");
+    std::vector<pjrt::BufferPtr> host_buffers;
+    std::vector<PJRT_Buffer*> arguments;
+    for (const pjrt::BufferPtr& buffer : buffers_) arguments.push_back(buffer->get());
+    for (const auto& [element, group] : host_groups_) {
+      host_buffers.push_back(client.buffer_from_host(
+          group.bytes.data(), buffer_type(element),
+          {static_cast<int64_t>(group.bytes.size() / hlo::byte_size(element))}, device_));
+      arguments.push_back(host_buffers.back()->get());
+    }
+    // Donated buffers are consumed by the run: drop our references first.
+    std::vector<pjrt::BufferPtr> operands = std::move(buffers_);
+    outputs = executable->execute(arguments, client.device(device_));
+    // Kept until the run is done (destroying even a donated one waits for the run).
+    operands.insert(operands.end(), host_buffers.begin(), host_buffers.end());
+    runtime.retire(std::move(operands), outputs.front());
+    metrics().count_execution();
+    metrics().count_fused_graph(ops_);
+  } catch (const std::exception& e) {
+    std::string error =
+        std::string("a deferred tpu graph of ") + std::to_string(ops_) + " ops failed: " + e.what();
+    for (DeviceStorage* storage : live) storage->fail(error);
+    reset();
+    throw;
+  }
+  for (size_t i = 0; i < live.size(); ++i) live[i]->resolve(outputs[i], results[i].type.element);
+  for (size_t c = 0; c < checks.size(); ++c) {
+    const hlo::TensorType& type = checks[c].value.type;
+    auto bytes = std::make_unique<std::vector<unsigned char>>(type.num_elements() *
+                                                              hlo::byte_size(type.element));
+    const pjrt::BufferPtr& source = outputs[live.size() + c];
+    auto done = source->to_host_async(bytes->data(), bytes->size());
+    downloads_.push_back(
+        Download{source, std::move(bytes), std::move(done), std::move(checks[c].on_result)});
+  }
+  reset();
+  Runtime::get().track(outputs);
+}
+
+void DeferredGraph::reset() {
+  function_names_.clear();
+  functions_.clear();
+  calls_.clear();
+  ops_ = 0;
+  next_value_ = 0;
+  buffers_.clear();
+  buffer_types_.clear();
+  buffer_index_.clear();
+  host_groups_.clear();
+  pending_.clear();
+  pending_index_.clear();
+  checks_.clear();
+}
+
+}  // namespace tpu::runtime

@@ -1,0 +1,117 @@
+#pragma once
+// The pending graph of the defer_and_fuse eager mode, one per device.
+//
+// Each eager op is still built as its own small program; instead of running it,
+// the op is recorded as a call of that program (as a private function) from one
+// growing @main. Storages written by a recorded op become *pending*: their value
+// is an SSA name of @main. flush() compiles the whole graph as one program (XLA
+// inlines the calls and fuses across ops), runs it, and resolves every pending
+// storage that is still alive into a buffer; values of storages freed before the
+// flush are never computed.
+//
+// The text of @main depends only on the sequence of ops and their metadata (never
+// on scalar values, which travel as run-time operands), so a loop that records the
+// same ops every step reuses one compiled program.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hlo/types.h"
+#include "pjrt/buffer.h"
+#include "pjrt/event.h"
+
+namespace tpu::runtime {
+
+class DeviceStorage;
+
+class DeferredGraph {
+ public:
+  // An argument of a recorded op: a storage's whole 1-D contents, or a host value
+  // (a scalar or random key) passed at run time.
+  struct Argument {
+    DeviceStorage* storage = nullptr;
+    std::vector<unsigned char> bytes;  // host value, when storage is null
+    hlo::TensorType type;              // the op function's parameter type
+  };
+
+  explicit DeferredGraph(int device) : device_(device) {}
+  ~DeferredGraph();
+  DeferredGraph(const DeferredGraph&) = delete;
+  DeferredGraph& operator=(const DeferredGraph&) = delete;
+
+  // Records a call of `function` (a func.func text named "private @op", see
+  // hlo::Builder::function_text) on `arguments`; its results become the pending
+  // contents of `outputs` (1-D values of the given types), in order.
+  void record(const std::string& function, const std::vector<Argument>& arguments,
+              const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs);
+
+  // `on_result` gets the bytes of `storage`'s current (pending) value once the graph
+  // has run, and may throw: deferred checks, such as index bounds, raise there. The
+  // bytes are copied back asynchronously, and checked at the next flush, download
+  // or synchronize (raise_failed_checks), so a check never stalls the host. Runs at
+  // once when the storage is not pending here.
+  void check(DeviceStorage* storage,
+             std::function<void(const std::vector<unsigned char>&)> on_result);
+
+  // Compiles (once per structure) and runs the graph; resolves pending storages.
+  void flush();
+  // Waits for the checks of graphs already run and raises the first that failed.
+  void raise_failed_checks();
+  // The number of ops recorded since the last flush.
+  int64_t size();
+
+  // Called by a pending storage that is destroyed or overwritten from outside.
+  void forget(DeviceStorage* storage);
+
+ private:
+  struct Value {
+    std::string name;
+    hlo::TensorType type;
+  };
+  struct Check {
+    Value value;
+    std::function<void(const std::vector<unsigned char>&)> on_result;
+  };
+  struct Download {  // a check's value on its way to the host
+    pjrt::BufferPtr source;
+    std::unique_ptr<std::vector<unsigned char>> bytes;
+    std::unique_ptr<pjrt::Event> done;
+    std::function<void(const std::vector<unsigned char>&)> on_result;
+  };
+  struct HostGroup {  // host values of one element type, packed in one operand
+    std::vector<unsigned char> bytes;
+    std::string lines;  // slices of the group's parameter, one per host value
+  };
+
+  Value input(DeviceStorage* storage, const hlo::TensorType& type);
+  Value host_input(const Argument& argument);
+  std::string build_text(const std::vector<Value>& results,
+                         const std::vector<int>& donated_to) const;
+  void reset();
+
+  std::recursive_mutex mutex_;
+  int device_;
+  // Op functions, deduplicated by text: text -> function name.
+  std::unordered_map<std::string, std::string> function_names_;
+  std::string functions_;
+  std::string calls_;
+  int64_t ops_ = 0;
+  int next_value_ = 0;
+  // Buffer operands, deduplicated by buffer.
+  std::vector<pjrt::BufferPtr> buffers_;
+  std::vector<hlo::TensorType> buffer_types_;
+  std::unordered_map<PJRT_Buffer*, int> buffer_index_;
+  std::map<hlo::ElementType, HostGroup> host_groups_;
+  // Pending storages in order of first write (null once forgotten).
+  std::vector<DeviceStorage*> pending_;
+  std::unordered_map<DeviceStorage*, size_t> pending_index_;
+  std::vector<Check> checks_;
+  std::vector<Download> downloads_;
+};
+
+}  // namespace tpu::runtime

@@ -1,0 +1,248 @@
+"""The compile cache on disk: a restarted process compiles nothing, damaged or foreign
+entries are recompiled (never trusted, never a crash), concurrent processes share one
+directory, the size cap evicts, stats()/clear(), and the recompile log's reasons."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_tpu
+from torch_tpu import _C
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A few ops and one training step, checked against the CPU; prints what it computed
+# and the runtime's counters as JSON on its last line.
+WORKLOAD = """
+import json, torch, torch_tpu
+from torch import nn
+
+def workload():
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 5), torch.randn(5, 3)
+    out = {}
+    y = (x.to("tpu") @ w.to("tpu")).relu().sum(dim=0)
+    torch.testing.assert_close(y.cpu(), (x @ w).relu().sum(dim=0))
+    out["matmul"] = y.cpu().tolist()
+    cpu_model = nn.Linear(5, 3)
+    tpu_model = nn.Linear(5, 3).to("tpu")
+    tpu_model.load_state_dict(cpu_model.state_dict())
+    for model, device in ((cpu_model, "cpu"), (tpu_model, "tpu")):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = nn.functional.mse_loss(model(x.to(device)), torch.zeros(4, 3, device=device))
+        loss.backward()
+        optimizer.step()
+    torch.testing.assert_close(tpu_model.weight.detach().cpu(), cpu_model.weight.detach())
+    out["weight"] = tpu_model.weight.detach().cpu().flatten().tolist()
+    return out
+"""
+
+RUN = WORKLOAD + """
+results = workload()
+counts = torch_tpu.metrics.snapshot()
+print(json.dumps({"results": results, "metrics": counts, "stats": torch_tpu.cache.stats()}))
+"""
+
+
+def workload():
+    scope = {}
+    exec(WORKLOAD, scope)
+    return scope["workload"]()
+
+
+def start(cache_dir, **env):
+    environment = dict(os.environ)
+    environment.pop("TORCH_TPU_LOG_RECOMPILES", None)
+    environment.update(PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(cache_dir), **env)
+    return subprocess.Popen(
+        [sys.executable, "-c", RUN],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(process):
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    return json.loads(stdout.strip().splitlines()[-1]), stderr
+
+
+@pytest.fixture
+def private_cache(tmp_path):
+    """This process's disk cache on an empty directory, memory cache empty too."""
+    previous = torch_tpu.cache.directory()
+    torch_tpu.cache._configure(str(tmp_path))
+    _C._cache_clear_memory()
+    yield tmp_path
+    torch_tpu.cache._configure(previous)
+
+
+def entries(directory):
+    return sorted(p for p in directory.iterdir() if p.name.endswith(".tpuexec"))
+
+
+def counts():
+    return torch_tpu.metrics.snapshot()
+
+
+def test_concurrent_writers_then_a_restart_that_compiles_nothing(tmp_path):
+    # Four processes start at once on one empty directory, all writing entries.
+    writers = [start(tmp_path, TORCH_TPU_LOG_RECOMPILES="1") for _ in range(4)]
+    outcomes = [finish(process) for process in writers]
+    results = outcomes[0][0]["results"]
+    for outcome, log in outcomes:
+        assert outcome["results"] == results
+        compiles = outcome["metrics"]["compiles"]
+        # The recompile log has one line per real compile, each with its reason.
+        assert log.count("[torch_tpu] compile ") == compiles, log
+        assert outcome["metrics"]["disk_writes"] == compiles
+    assert sum(outcome["metrics"]["compiles"] for outcome, _ in outcomes) > 0
+    assert any("[torch_tpu] compile aten::mm: new op" in log for _, log in outcomes)
+    # Nothing but whole entries is left: temporary files were all renamed into place.
+    assert [p for p in tmp_path.iterdir() if not p.name.endswith(".tpuexec")] == []
+
+    # A restarted process on the warm directory compiles nothing and computes the same.
+    warm, log = finish(start(tmp_path, TORCH_TPU_LOG_RECOMPILES="1"))
+    assert warm["metrics"]["compiles"] == 0
+    assert warm["metrics"]["disk_hits"] > 0
+    assert warm["metrics"]["disk_corrupt"] == 0
+    assert warm["results"] == results
+    assert "[torch_tpu] compile" not in log
+
+
+def flip_a_byte(data):
+    middle = len(data) // 2
+    return data[:middle] + bytes([data[middle] ^ 0x40]) + data[middle + 1 :]
+
+
+def another_plugin_version(data):
+    marker = b"platform_version="
+    at = data.index(marker) + len(marker)
+    return data[:at] + b"9" + data[at + 1 :]  # same length, another version
+
+
+DAMAGE = {
+    "flipped byte": flip_a_byte,
+    "truncated": lambda data: data[: len(data) * 2 // 3],
+    "garbage": lambda data: b"\x00garbage, not a cache entry" * 3,
+    "another plugin version": another_plugin_version,
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damaged_entries_are_recompiled(private_cache, damage):
+    expected = workload()
+    damaged = entries(private_cache)
+    assert damaged
+    for path in damaged:
+        path.write_bytes(DAMAGE[damage](path.read_bytes()))
+    _C._cache_clear_memory()  # as if the process restarted
+    before = counts()
+    assert workload() == expected
+    after = counts()
+    assert after["disk_corrupt"] - before["disk_corrupt"] == len(damaged)
+    assert after["compiles"] - before["compiles"] == len(damaged)
+    # The recompiled programs replaced the damaged entries.
+    _C._cache_clear_memory()
+    before = counts()
+    assert workload() == expected
+    assert counts()["compiles"] == before["compiles"]
+
+
+def test_size_cap_evicts_least_recently_used(private_cache):
+    x = torch.ones(8, device="tpu")
+    (x + 1).cpu()
+    stats = torch_tpu.cache.stats()
+    one_entry = stats["bytes"] / stats["entries"]
+    torch_tpu.cache._configure(str(private_cache), max_bytes=int(one_entry * 2.5))
+    before = counts()
+    for n in range(9, 14):  # five new programs
+        (torch.ones(n, device="tpu") + 1).cpu()
+    stats = torch_tpu.cache.stats()
+    assert counts()["disk_evictions"] - before["disk_evictions"] >= 3
+    assert stats["bytes"] <= stats["max_bytes"]
+    assert 1 <= stats["entries"] <= 3
+
+
+def test_stats_and_clear(private_cache):
+    stats = torch_tpu.cache.stats()
+    assert stats["directory"] == str(private_cache) == torch_tpu.cache.directory()
+    assert stats["entries"] == 0 and stats["bytes"] == 0
+    assert stats["max_bytes"] > 0
+    before = counts()
+    y = (torch.arange(6, device="tpu") * 3).cpu()
+    assert y.tolist() == [0, 3, 6, 9, 12, 15]
+    stats = torch_tpu.cache.stats()
+    assert stats["entries"] >= 1 and stats["bytes"] > 0
+    assert stats["writes"] - before["disk_writes"] == stats["entries"]
+    torch_tpu.cache.clear()
+    assert torch_tpu.cache.stats()["entries"] == 0
+    assert _C._compiled_program_count() == 0
+    before = counts()
+    assert (torch.arange(6, device="tpu") * 3).cpu().tolist() == y.tolist()
+    assert counts()["compiles"] > before["compiles"]
+
+
+def test_cache_can_be_off(private_cache):
+    torch_tpu.cache._configure(None)
+    assert torch_tpu.cache.directory() is None
+    assert torch_tpu.cache.stats()["entries"] == 0
+    before = counts()
+    (torch.ones(7, 3, device="tpu") - 1).cpu()
+    assert counts()["disk_writes"] == before["disk_writes"]
+    assert entries(private_cache) == []
+
+
+def test_recompile_log_names_the_reason(private_cache, capfd):
+    old = torch_tpu.cache._log_recompiles(True)
+    try:
+        a = torch.ones(13, device="tpu")
+        capfd.readouterr()
+        (a + a).cpu()
+        (torch.ones(17, device="tpu") + a[:1]).cpu()
+        m = torch.ones(5, 5, device="tpu")
+        m.sum(dim=0).cpu()
+        m.sum(dim=1).cpu()
+        (a + a).cpu()  # cached: not logged
+    finally:
+        torch_tpu.cache._log_recompiles(old)
+    log = capfd.readouterr().err
+    lines = [line for line in log.splitlines() if "aten::add.Tensor" in line]
+    assert len(lines) == 2, log
+    assert "new op" in lines[0]
+    assert "new shapes, dtypes or layout" in lines[1] and "tensor<13xf32>" in lines[1], log
+    sums = [line for line in log.splitlines() if "aten::sum:" in line]
+    assert len(sums) == 2, log
+    assert "new op" in sums[0]
+    assert "new graph structure" in sums[1] and "array<i64: 1>" in sums[1], log
+
+
+def test_fused_graphs_are_cached_on_disk_too(private_cache, capfd):
+    x = torch.randn(6, 4)
+
+    def step():
+        with torch_tpu.eager_mode("defer_and_fuse"):
+            y = (x.to("tpu").sin() * 2 + 1).relu().sum(dim=1)
+            return y.cpu()
+
+    old = torch_tpu.cache._log_recompiles(True)
+    try:
+        expected = step()
+        torch.testing.assert_close(expected, (x.sin() * 2 + 1).relu().sum(dim=1))
+        assert "compile fused graph: new fused graph" in capfd.readouterr().err
+        _C._cache_clear_memory()  # as if the process restarted
+        before = counts()
+        assert torch.equal(step(), expected)
+        after = counts()
+    finally:
+        torch_tpu.cache._log_recompiles(old)
+    assert after["compiles"] == before["compiles"]
+    assert after["disk_hits"] > before["disk_hits"]
+    assert after["fused_graphs"] > before["fused_graphs"]
+    assert "compile" not in capfd.readouterr().err
