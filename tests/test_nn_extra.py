@@ -1,4 +1,4 @@
-"""group_norm, the elementwise losses (binary_cross_entropy, logsigmoid, smooth_l1, huber)
+"""group_norm, weight_norm, the elementwise losses (binary_cross_entropy, logsigmoid, smooth_l1, huber)
 and the random ops randperm and multinomial, all native (CPU fallback is an error).
 Deterministic ops are compared with the CPU, values and float32 gradients; random ops are
 checked statistically and for reproducibility with the device seed."""
@@ -247,6 +247,48 @@ def test_cross_entropy_with_label_smoothing_and_probabilities_matches_cpu(reduct
         lambda x, p: F.cross_entropy(x, p, label_smoothing=0.1, reduction=reduction),
         [x, probabilities],
     )
+
+
+# ---- weight_norm (the fused interface: the norm over every dim but the first or last) ----
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [0, 2])
+def test_weight_norm_matches_cpu(dtype, dim):
+    v = torch.randn(5, 3, 4, requires_grad=True)
+    g = torch.randn(v.shape[dim], requires_grad=True)
+    gain_shape = [v.shape[i] if i == dim else 1 for i in range(v.dim())]
+    check(lambda v, g: torch._weight_norm(v, g.view(gain_shape), dim), [v, g], dtype)
+
+
+def test_weight_norm_interface_returns_the_norm_in_float32_for_half_weights():
+    v, g = torch.randn(4, 6).bfloat16(), torch.randn(4, 1).bfloat16()
+    w, norm = torch._weight_norm_interface(v.to("tpu"), g.to("tpu"), 0)
+    expected_w, expected_norm = torch._weight_norm_interface(v, g, 0)
+    assert (w.dtype, norm.dtype) == (expected_w.dtype, expected_norm.dtype)
+    torch.testing.assert_close(norm.cpu(), expected_norm)
+    torch.testing.assert_close(w.cpu(), expected_w, **tolerance(torch.bfloat16))
+
+
+def test_weight_norm_conv_trains_like_cpu():
+    # wav2vec2's positional convolution: weight norm over the kernel dimension (the last)
+    torch.manual_seed(0)
+    cpu = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 4, 3, groups=2), dim=2)
+    tpu = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 4, 3, groups=2), dim=2)
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.to("tpu")
+    x = torch.randn(2, 4, 9)
+    cpu(x).square().sum().backward()
+    tpu(x.to("tpu")).square().sum().backward()
+    for (name, expected), actual in zip(cpu.named_parameters(), tpu.parameters()):
+        torch.testing.assert_close(actual.grad.cpu(), expected.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_weight_norm_interface_on_a_middle_dim_raises_like_cpu():
+    for device in ["cpu", "tpu"]:
+        v, g = torch.randn(2, 3, 4, device=device), torch.randn(1, 3, 1, device=device)
+        with pytest.raises(RuntimeError, match="first or last dim"):
+            torch._weight_norm_interface(v, g, 1)
 
 
 # ---- randperm ----

@@ -749,6 +749,38 @@ def test_topk_out_scalar_and_errors():
 
 
 # ---------------------------------------------------------------------------------------
+# isin
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("invert", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8], ids=str)
+def test_isin(dtype, invert):
+    elements = make((3, 5), dtype, seed=41, low=0, high=6)
+    test = make((4,), dtype, seed=42, low=0, high=6)
+    same(lambda e, t: torch.isin(e, t, invert=invert), elements, test)
+    same(lambda e: torch.isin(e, 3, invert=invert), elements)
+    same(lambda t: torch.isin(3, t, invert=invert), test)
+
+
+def test_isin_promotion_empty_nan_out_and_errors():
+    # promoted to the common dtype: 257 is not a uint8 1, 2.5 is not an int 2
+    same(torch.isin, torch.tensor([1, 2], dtype=torch.uint8), torch.tensor([257, 2]))
+    same(torch.isin, torch.tensor([1, 2]), torch.tensor([1.0, 2.5]))
+    same(lambda t: torch.isin(2.5, t), torch.tensor([1, 2]))
+    same(torch.isin, torch.tensor([1.0, float("nan")]), torch.tensor([float("nan"), 1.0]))
+    same(lambda e, t: torch.isin(e, t, invert=True), torch.tensor([[1.0, 2.0]]), torch.tensor([]))
+    same(torch.isin, torch.tensor([]), torch.tensor([1.0]))
+    same(torch.isin, torch.tensor(4), torch.tensor([[4, 5]]))
+    out = torch.empty(0, dtype=torch.bool, device=TPU)
+    result = torch.isin(torch.tensor([1, 5], device=TPU), torch.tensor([5], device=TPU), out=out)
+    assert result is out and out.cpu().tolist() == [False, True]
+    same(torch.isin, torch.tensor([True]), torch.tensor([True]))
+    same(torch.isin, torch.tensor([1j]), torch.tensor([1j]))
+    same(lambda e: torch.isin(e, True), torch.tensor([1]))
+
+
+# ---------------------------------------------------------------------------------------
 # autograd
 # ---------------------------------------------------------------------------------------
 
@@ -829,6 +861,9 @@ NATIVE = {
         x, out=(torch.empty(0, device=TPU), torch.empty(0, dtype=torch.long, device=TPU))
     ),
     "aten::topk": lambda x: x.topk(2),
+    "aten::isin.Tensor_Tensor": lambda x: torch.isin(x, x[0]),
+    "aten::isin.Tensor_Scalar": lambda x: torch.isin(x, 0.5),
+    "aten::isin.Scalar_Tensor": lambda x: torch.isin(0.5, x),
 }
 
 

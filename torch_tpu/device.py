@@ -122,6 +122,17 @@ def get_device_properties(device: Any = None) -> _DeviceProperties:
     return _DeviceProperties(index)
 
 
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    """The low-precision dtypes ``torch.autocast("tpu", dtype=...)`` accepts. PyTorch asks
+    the device module for this before entering any tpu autocast region, even a disabled one
+    (Llama's and Qwen's rotary embeddings open ``autocast(enabled=False)``).
+
+    >>> torch.bfloat16 in torch.tpu.get_amp_supported_dtype()
+    True
+    """
+    return [torch.bfloat16, torch.float16]
+
+
 # --- random numbers -----------------------------------------------------------------
 
 

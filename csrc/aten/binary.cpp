@@ -1,6 +1,6 @@
 // Binary elementwise ops beyond arithmetic: comparisons, maximum/minimum, pow,
-// fmod/remainder, atan2, bitwise and logical ops. Each op is one lowering; the
-// Tensor/Scalar, functional/in-place/out= kernels come from TPU_BINARY_OPS.
+// fmod/remainder, floor and truncating division, atan2, bitwise and logical ops. Each op is
+// one lowering; the Tensor/Scalar, functional/in-place/out= kernels come from TPU_BINARY_OPS.
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
@@ -25,6 +25,15 @@ Value zeros_like(Builder& b, const Value& x) {
 Value truthy(Builder& b, const Value& x) {
   if (x.element() == hlo::ElementType::Pred) return x;
   return b.compare(hlo::Compare::NE, x, zeros_like(b, x));
+}
+
+// Whether a float's sign bit is set (true for -0.0, unlike x < 0).
+Value sign_bit(Builder& b, const Value& x) {
+  hlo::ElementType bits = hlo::byte_size(x.element()) == 8   ? hlo::ElementType::S64
+                          : hlo::byte_size(x.element()) == 4 ? hlo::ElementType::S32
+                                                             : hlo::ElementType::S16;
+  Value as_int = b.bitcast_convert(x, hlo::TensorType{bits, x.dims()});
+  return b.compare(hlo::Compare::LT, as_int, b.broadcast_to(b.constant(0, bits), x.dims()));
 }
 
 bool is_float_like(c10::ScalarType t) { return c10::isFloatingType(t) || c10::isComplexType(t); }
@@ -175,6 +184,126 @@ at::Tensor& binary_out(const char* name, BinaryLowering lowering, BinaryKind kin
   at::assert_no_internal_overlap(out);
   run(name, lowering, t.compute, self, other, out);
   return out;
+}
+
+// ---- div with rounding_mode; floor_divide --------------------------------------------------
+
+namespace {
+
+// Half-precision floor and trunc division compute in float32 but round every intermediate to
+// the inputs' precision, as the CPU's half-precision kernels do (17.97 becomes 18 in bfloat16
+// before truncating); other dtypes compute exactly.
+using Rounding = Value (*)(Builder&, const Value&);
+Value exact(Builder&, const Value& v) { return v; }
+template <hlo::ElementType Half>
+Value to_half(Builder& b, const Value& v) {
+  return b.convert(b.convert(v, Half), v.element());
+}
+
+// Python's floor division. Floats follow c10::div_floor_floating, which derives the quotient
+// from fmod so it is exact where floor(x / y) would round the wrong way; integers correct the
+// truncating quotient when the remainder's sign differs from the divisor's.
+template <Rounding round>
+Value div_floor(Builder& b, const Value& x, const Value& y) {
+  Value zero = zeros_like(b, x);
+  Value one = b.broadcast_to(b.constant(1, x.element()), x.dims());
+  Value mod = round(b, b.binary("remainder", x, y));
+  Value signs_differ = b.compare(hlo::Compare::NE, b.compare(hlo::Compare::LT, mod, zero),
+                                 b.compare(hlo::Compare::LT, y, zero));
+  Value adjust = b.binary("and", b.compare(hlo::Compare::NE, mod, zero), signs_differ);
+  if (!hlo::is_float(x.element())) {
+    Value quotient = b.binary("divide", x, y);
+    return b.select(adjust, b.binary("subtract", quotient, one), quotient);
+  }
+  Value div = round(b, b.binary("divide", round(b, b.binary("subtract", x, mod)), y));
+  div = b.select(adjust, round(b, b.binary("subtract", div, one)), div);
+  Value floored = b.unary("floor", div);
+  Value half = b.broadcast_to(b.constant(0.5, x.element()), x.dims());
+  Value fraction = round(b, b.binary("subtract", div, floored));
+  floored = b.select(b.compare(hlo::Compare::GT, fraction, half),
+                     round(b, b.binary("add", floored, one)), floored);
+  // a zero quotient keeps the sign of x / y (-0 included: the sign bit, not `< 0`); division
+  // by zero gives x / y's infinity or NaN
+  Value quotient = round(b, b.binary("divide", x, y));
+  Value signed_zero = b.select(sign_bit(b, quotient), b.unary("negate", zero), zero);
+  Value result = b.select(b.compare(hlo::Compare::EQ, div, zero), signed_zero, floored);
+  return b.select(b.compare(hlo::Compare::EQ, y, zero), quotient, result);
+}
+
+template <Rounding round>
+Value div_trunc(Builder& b, const Value& x, const Value& y) {
+  Value quotient = b.binary("divide", x, y);  // integer division truncates already
+  return hlo::is_float(x.element()) ? unary::trunc(b, round(b, quotient)) : quotient;
+}
+
+BinaryLowering floor_lowering(c10::ScalarType type) {
+  switch (type) {
+    case c10::kBFloat16: return &div_floor<&to_half<hlo::ElementType::BF16>>;
+    case c10::kHalf: return &div_floor<&to_half<hlo::ElementType::F16>>;
+    default: return &div_floor<&exact>;
+  }
+}
+
+BinaryLowering trunc_lowering(c10::ScalarType type) {
+  switch (type) {
+    case c10::kBFloat16: return &div_trunc<&to_half<hlo::ElementType::BF16>>;
+    case c10::kHalf: return &div_trunc<&to_half<hlo::ElementType::F16>>;
+    default: return &div_trunc<&exact>;
+  }
+}
+
+// The lowering for a rounding mode, or nullptr for true division (rounding_mode=None).
+BinaryLowering rounding_lowering(std::optional<c10::string_view> mode, const at::Tensor& self,
+                                 const at::Tensor& other) {
+  if (!mode.has_value()) return nullptr;
+  if (*mode == "floor") return floor_lowering(at::result_type(self, other));
+  if (*mode == "trunc") return trunc_lowering(at::result_type(self, other));
+  TORCH_CHECK(false,
+              "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
+              *mode, "'");
+}
+
+BinaryOperand operand(const at::Tensor& tensor) { return BinaryOperand{&tensor, nullptr}; }
+
+}  // namespace
+
+at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other,
+                    std::optional<c10::string_view> mode) {
+  BinaryLowering lowering = rounding_lowering(mode, self, other);
+  if (lowering == nullptr) return tpu::aten::div(self, other);
+  return binary_functional("aten::div.Tensor_mode", lowering, BinaryKind::Numeric, operand(self),
+                           operand(other));
+}
+
+at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other,
+                      std::optional<c10::string_view> mode) {
+  BinaryLowering lowering = rounding_lowering(mode, self, other);
+  if (lowering == nullptr) return tpu::aten::div_(self, other);
+  return binary_in_place("aten::div_.Tensor_mode", lowering, BinaryKind::Numeric, self,
+                         operand(other));
+}
+
+at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other,
+                         std::optional<c10::string_view> mode, at::Tensor& out) {
+  BinaryLowering lowering = rounding_lowering(mode, self, other);
+  if (lowering == nullptr) return tpu::aten::div_out(self, other, out);
+  return binary_out("aten::div.out_mode", lowering, BinaryKind::Numeric, operand(self),
+                    operand(other), out);
+}
+
+at::Tensor floor_divide(const at::Tensor& self, const at::Tensor& other) {
+  return binary_functional("aten::floor_divide", floor_lowering(at::result_type(self, other)),
+                           BinaryKind::Numeric, operand(self), operand(other));
+}
+
+at::Tensor& floor_divide_(at::Tensor& self, const at::Tensor& other) {
+  return binary_in_place("aten::floor_divide_.Tensor", floor_lowering(at::result_type(self, other)),
+                         BinaryKind::Numeric, self, operand(other));
+}
+
+at::Tensor& floor_divide_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  return binary_out("aten::floor_divide.out", floor_lowering(at::result_type(self, other)),
+                    BinaryKind::Numeric, operand(self), operand(other), out);
 }
 
 }  // namespace tpu::aten

@@ -1,6 +1,6 @@
-// Normalization layers: layer, batch, group and RMS norm, and their backward. Each lowering views
-// the input as a small-rank array whose reduced axes hold one normalization group, computes in
-// float32 for half inputs, and writes every output from one program.
+// Normalization layers: layer, batch, group, RMS and weight norm, and their backward. Each lowering
+// views the input as a small-rank array whose reduced axes hold one normalization group, computes
+// in float32 for half inputs, and writes every output from one program.
 #include <ATen/native/layer_norm.h>
 #include <ATen/ops/empty.h>
 
@@ -192,6 +192,79 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
   }
   p.run();
   return {grad_input, grad_weight};
+}
+
+// ---- weight norm: w = v * g / ||v||, the norm over every dimension of v but `dim` ----
+
+namespace {
+
+// v as [channels, rest] (dim 0) or [rest, channels] (the last dim): the fused kernel's two cases.
+struct WeightNormShape {
+  std::vector<int64_t> dims;
+  int64_t kept;     // the channel axis of `dims`
+  int64_t reduced;  // the other one
+};
+
+WeightNormShape weight_norm_shape(const at::Tensor& v, const at::Tensor& g, int64_t dim) {
+  TORCH_CHECK(dim == 0 || dim == v.dim() - 1,
+              "fused kernels can only be applied for first or last dim");
+  const int64_t channels = v.size(dim);
+  TORCH_CHECK(g.numel() == channels, "_weight_norm_interface: g has ", g.numel(),
+              " elements, expected v.size(", dim, ") = ", channels);
+  const int64_t rest = channels == 0 ? 0 : v.numel() / channels;
+  if (dim == 0) return {{channels, rest}, 0, 1};
+  return {{rest, channels}, 1, 0};
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface(const at::Tensor& v, const at::Tensor& g,
+                                                         int64_t dim) {
+  WeightNormShape shape = weight_norm_shape(v, g, dim);
+  at::Tensor w = at::empty(v.sizes(), v.options());
+  // the norm stays in float32 for half-precision weights, as on the CPU
+  at::Tensor norm = at::empty(g.sizes(), g.options().dtype(opmath_type(g.scalar_type())));
+  if (v.numel() == 0) return {w, norm};
+  const c10::ScalarType compute = opmath_type(v.scalar_type());
+  Program p("aten::_weight_norm_interface");
+  auto& b = p.b();
+  Value x = b.reshape(p.read(v, compute), shape.dims);
+  Value gain = b.reshape(p.read(g, compute), {x.dims()[shape.kept]});
+  Value n = b.unary("sqrt", sum(b, mul(b, x, x), {shape.reduced}));
+  Value y = mul(b, x, back(b, b.binary("divide", gain, n), x, {shape.kept}));
+  p.write(w, b.reshape(y, v.sizes().vec()));
+  p.write(norm, b.reshape(n, g.sizes().vec()));
+  p.run();
+  return {w, norm};
+}
+
+// grad_g = sum(grad_w * v) / norm;  grad_v = (g / norm) * (grad_w - v * grad_g / norm)
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface_backward(const at::Tensor& grad_w,
+                                                                  const at::Tensor& saved_v,
+                                                                  const at::Tensor& saved_g,
+                                                                  const at::Tensor& saved_norms,
+                                                                  int64_t dim) {
+  WeightNormShape shape = weight_norm_shape(saved_v, saved_g, dim);
+  at::Tensor grad_v = at::empty(saved_v.sizes(), saved_v.options());
+  at::Tensor grad_g = at::empty(saved_g.sizes(), saved_g.options());
+  if (saved_v.numel() == 0) return {grad_v, grad_g};
+  const c10::ScalarType compute = opmath_type(saved_v.scalar_type());
+  Program p("aten::_weight_norm_interface_backward");
+  auto& b = p.b();
+  Value x = b.reshape(p.read(saved_v, compute), shape.dims);
+  Value dy = b.reshape(p.read(grad_w, compute), shape.dims);
+  const int64_t channels = x.dims()[shape.kept];
+  Value gain = b.reshape(p.read(saved_g, compute), {channels});
+  Value n = b.reshape(p.read(saved_norms, compute), {channels});
+  Value per_channel = sum(b, mul(b, dy, x), {shape.reduced});
+  Value scale = b.binary("divide", gain, n);
+  Value correction = b.binary("divide", mul(b, scale, per_channel), mul(b, n, n));
+  Value dv = sub(b, mul(b, dy, back(b, scale, x, {shape.kept})),
+                 mul(b, x, back(b, correction, x, {shape.kept})));
+  p.write(grad_v, b.reshape(dv, saved_v.sizes().vec()));
+  p.write(grad_g, b.reshape(b.binary("divide", per_channel, n), saved_g.sizes().vec()));
+  p.run();
+  return {grad_v, grad_g};
 }
 
 }  // namespace tpu::aten

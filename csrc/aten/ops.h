@@ -146,6 +146,16 @@ at::Tensor& binary_in_place(const char* name, BinaryLowering lowering, BinaryKin
                             at::Tensor& self, const BinaryOperand& other);
 at::Tensor& binary_out(const char* name, BinaryLowering lowering, BinaryKind kind,
                        const BinaryOperand& self, const BinaryOperand& other, at::Tensor& out);
+// div with rounding_mode None (true division), "floor" or "trunc"
+at::Tensor div_mode(const at::Tensor& self, const at::Tensor& other,
+                    std::optional<c10::string_view> mode);
+at::Tensor& div_mode_(at::Tensor& self, const at::Tensor& other,
+                      std::optional<c10::string_view> mode);
+at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other,
+                         std::optional<c10::string_view> mode, at::Tensor& out);
+at::Tensor floor_divide(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& floor_divide_(at::Tensor& self, const at::Tensor& other);
+at::Tensor& floor_divide_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
 
 // random.cpp
 at::Tensor& uniform_(at::Tensor& self, double from, double to,
@@ -279,6 +289,18 @@ at::Tensor& cumsum_(at::Tensor& self, int64_t dim, OptionalDtype dtype);
 at::Tensor cumprod(const at::Tensor& self, int64_t dim, OptionalDtype dtype);
 at::Tensor& cumprod_out(const at::Tensor& self, int64_t dim, OptionalDtype dtype, at::Tensor& out);
 at::Tensor& cumprod_(at::Tensor& self, int64_t dim, OptionalDtype dtype);
+at::Tensor isin_tensor_tensor(const at::Tensor& elements, const at::Tensor& test_elements,
+                              bool assume_unique, bool invert);
+at::Tensor& isin_tensor_tensor_out(const at::Tensor& elements, const at::Tensor& test_elements,
+                                   bool assume_unique, bool invert, at::Tensor& out);
+at::Tensor isin_tensor_scalar(const at::Tensor& elements, const c10::Scalar& test_element,
+                              bool assume_unique, bool invert);
+at::Tensor& isin_tensor_scalar_out(const at::Tensor& elements, const c10::Scalar& test_element,
+                                   bool assume_unique, bool invert, at::Tensor& out);
+at::Tensor isin_scalar_tensor(const c10::Scalar& element, const at::Tensor& test_elements,
+                              bool assume_unique, bool invert);
+at::Tensor& isin_scalar_tensor_out(const c10::Scalar& element, const at::Tensor& test_elements,
+                                   bool assume_unique, bool invert, at::Tensor& out);
 
 // ======== end of reductions and sorting ========
 
@@ -424,6 +446,13 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input,
 std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input, c10::IntArrayRef normalized_shape,
     const at::Tensor& rstd, const std::optional<at::Tensor>& weight, std::array<bool, 2> mask);
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface(const at::Tensor& v, const at::Tensor& g,
+                                                         int64_t dim);
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface_backward(const at::Tensor& grad_w,
+                                                                  const at::Tensor& saved_v,
+                                                                  const at::Tensor& saved_g,
+                                                                  const at::Tensor& saved_norms,
+                                                                  int64_t dim);
 
 // pointwise.cpp
 at::Tensor where_self(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other);

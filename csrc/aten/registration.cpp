@@ -152,6 +152,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return binary_in_place("aten::pow_.Scalar", &binary::pow, BinaryKind::Numeric, self,
                            TPU_SCALAR(exponent));
   });
+  // div.Scalar_mode and floor_divide.Scalar* are composite over these
+  m.impl("div.Tensor_mode", TORCH_FN(div_mode));
+  m.impl("div_.Tensor_mode", TORCH_FN(div_mode_));
+  m.impl("div.out_mode", TORCH_FN(div_mode_out));
+  m.impl("floor_divide", TORCH_FN(floor_divide));
+  m.impl("floor_divide.out", TORCH_FN(floor_divide_out));
+  m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
 #undef TPU_REGISTER_BINARY
 #undef TPU_REGISTER_BINARY_TS
 #undef TPU_REGISTER_BINARY_T
@@ -250,6 +257,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cumprod", TORCH_FN(cumprod));
   m.impl("cumprod.out", TORCH_FN(cumprod_out));
   m.impl("cumprod_", TORCH_FN(cumprod_));
+  m.impl("isin.Tensor_Tensor", TORCH_FN(isin_tensor_tensor));
+  m.impl("isin.Tensor_Tensor_out", TORCH_FN(isin_tensor_tensor_out));
+  m.impl("isin.Tensor_Scalar", TORCH_FN(isin_tensor_scalar));
+  m.impl("isin.Tensor_Scalar_out", TORCH_FN(isin_tensor_scalar_out));
+  m.impl("isin.Scalar_Tensor", TORCH_FN(isin_scalar_tensor));
+  m.impl("isin.Scalar_Tensor_out", TORCH_FN(isin_scalar_tensor_out));
 
   // ======== end of reductions and sorting ========
 
@@ -335,6 +348,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm_backward", TORCH_FN(native_layer_norm_backward));
   m.impl("_fused_rms_norm", TORCH_FN(fused_rms_norm));
   m.impl("_fused_rms_norm_backward", TORCH_FN(fused_rms_norm_backward));
+  m.impl("_weight_norm_interface", TORCH_FN(weight_norm_interface));
+  m.impl("_weight_norm_interface_backward", TORCH_FN(weight_norm_interface_backward));
 
   // pointwise.cpp
   m.impl("where.self", TORCH_FN(where_self));

@@ -1,9 +1,13 @@
-// Ops along one dimension: sort (stable, NaN ordered last as on the CPU), topk, and the
-// cumulative scans cumsum/cumprod. argsort is composite over sort.stable.
+// Ops along one dimension: sort (stable, NaN ordered last as on the CPU), topk, the
+// cumulative scans cumsum/cumprod, and set membership (isin). argsort is composite over
+// sort.stable.
 #include <ATen/MemoryOverlap.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/ne.h>
 
 #include <limits>
 
@@ -248,6 +252,84 @@ at::Tensor& cumprod_out(const at::Tensor& self, int64_t dim, std::optional<c10::
 }
 at::Tensor& cumprod_(at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
   return scan_in_place("aten::cumprod_", self, dim, dtype, true);
+}
+
+// ---- isin ---------------------------------------------------------------------------------
+
+namespace {
+
+void check_isin_type(c10::ScalarType type) {
+  TORCH_CHECK(type != c10::kBool && !c10::isComplexType(type),
+              "Unsupported input type encountered for isin(): ", type);
+}
+
+// Compares every element with every test element (an [n, m] table reduced along m) in the
+// two inputs' promoted dtype. Generation's stopping checks test against a handful of token ids,
+// so the table stays small; the CPU's sort-based path only pays off for large test sets.
+void lower_isin(const char* name, const at::Tensor& elements, const at::Tensor& test_elements,
+                bool invert, const at::Tensor& out) {
+  if (out.numel() == 0) return;
+  c10::ScalarType common = at::result_type(elements, test_elements);
+  Program p(name);
+  auto& b = p.b();
+  Value found = b.constant(0, ElementType::Pred);
+  if (test_elements.numel() > 0) {
+    Value x = b.reshape(p.read(elements, common), {elements.numel(), 1});
+    Value test = b.reshape(p.read(test_elements, common), {1, test_elements.numel()});
+    std::vector<int64_t> table{elements.numel(), test_elements.numel()};
+    Value equal = b.compare(Compare::EQ, b.broadcast_to(x, table), b.broadcast_to(test, table));
+    found = b.reduce(equal, found, hlo::Reduction::Or, {1});
+  }
+  if (invert) found = b.unary("not", found);
+  // a scalar (no test elements) is broadcast by write()
+  p.write(out, found.rank() == 0 ? found : b.reshape(found, out.sizes().vec()));
+  p.run();
+}
+
+}  // namespace
+
+at::Tensor& isin_tensor_tensor_out(const at::Tensor& elements, const at::Tensor& test_elements,
+                                   bool assume_unique, bool invert, at::Tensor& out) {
+  check_isin_type(elements.scalar_type());
+  check_isin_type(test_elements.scalar_type());
+  check_out_dtype(out, c10::kBool);
+  at::native::resize_output(out, elements.sizes());
+  lower_isin("aten::isin.Tensor_Tensor_out", elements, test_elements, invert, out);
+  return out;
+}
+
+at::Tensor isin_tensor_tensor(const at::Tensor& elements, const at::Tensor& test_elements,
+                              bool assume_unique, bool invert) {
+  at::Tensor out = at::empty(elements.sizes(), elements.options().dtype(c10::kBool));
+  return tpu::aten::isin_tensor_tensor_out(elements, test_elements, assume_unique, invert, out);
+}
+
+// One test element: plain (in)equality, as on the CPU.
+at::Tensor& isin_tensor_scalar_out(const at::Tensor& elements, const c10::Scalar& test_element,
+                                   bool assume_unique, bool invert, at::Tensor& out) {
+  check_isin_type(elements.scalar_type());
+  check_isin_type(test_element.type());
+  return invert ? at::ne_out(out, elements, test_element) : at::eq_out(out, elements, test_element);
+}
+
+at::Tensor isin_tensor_scalar(const at::Tensor& elements, const c10::Scalar& test_element,
+                              bool assume_unique, bool invert) {
+  at::Tensor out = at::empty({0}, elements.options().dtype(c10::kBool));
+  return tpu::aten::isin_tensor_scalar_out(elements, test_element, assume_unique, invert, out);
+}
+
+// A scalar element is a wrapped-number CPU tensor: a runtime operand, promoted as a Python
+// number is.
+at::Tensor& isin_scalar_tensor_out(const c10::Scalar& element, const at::Tensor& test_elements,
+                                   bool assume_unique, bool invert, at::Tensor& out) {
+  return tpu::aten::isin_tensor_tensor_out(at::native::wrapped_scalar_tensor(element),
+                                           test_elements, assume_unique, invert, out);
+}
+
+at::Tensor isin_scalar_tensor(const c10::Scalar& element, const at::Tensor& test_elements,
+                              bool assume_unique, bool invert) {
+  at::Tensor out = at::empty({}, test_elements.options().dtype(c10::kBool));
+  return tpu::aten::isin_scalar_tensor_out(element, test_elements, assume_unique, invert, out);
 }
 
 }  // namespace tpu::aten
