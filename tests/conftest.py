@@ -17,7 +17,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
 import torch_tpu  # noqa: E402,F401
+
+
+@pytest.fixture(autouse=True)
+def _no_error_left_pending():
+    """A deferred error (a bad index in defer_and_fuse) that a test leaves unread would
+    surface in whichever test waits next: raise it here, in the test that caused it."""
+    yield
+    torch.tpu.synchronize()
 
 _opinfo_passed: set[tuple[str, str, str, str]] = set()
 
