@@ -353,11 +353,6 @@ def get_device_capability(device: Any = None) -> tuple[int, int]:
     return (int(found.group(1)), 0) if found else (0, 0)
 
 
-def get_amp_supported_dtype() -> list[torch.dtype]:
-    """The dtypes ``torch.autocast("tpu", dtype=...)`` accepts (bfloat16 is the default)."""
-    return [torch.bfloat16, torch.float16]
-
-
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     """Always true: every PJRT platform computes in bfloat16."""
     return True
