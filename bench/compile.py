@@ -22,11 +22,10 @@ import time
 _START = time.perf_counter()
 
 import torch  # noqa: E402
-from torch.nn import functional as F  # noqa: E402
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.join(_HERE, "..", "examples")]
-from gpt import GPT, Config, batches  # noqa: E402
+from run import gpt_step as eager_gpt_step  # noqa: E402
 from run import timed  # noqa: E402
 
 import torch_tpu  # noqa: E402
@@ -42,21 +41,9 @@ CASES = [
 
 
 def gpt_step(device: str, backend: str | None):
-    """One GPT training step (2 layers, width 64, batch 16x32) as a callable."""
-    torch.manual_seed(0)
-    config = Config()
-    model = GPT(config).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x, y = next(batches(config, batch=16, steps=1))
-    x, y = x.to(device), y.to(device)
-
-    def step():
-        loss = F.cross_entropy(model(x).reshape(-1, config.vocab), y.reshape(-1))
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        return loss
-
+    """bench/run.py's GPT training step (2 layers, width 64, batch 16x32), compiled with
+    `backend` when one is given."""
+    step, _ = eager_gpt_step(device)
     return torch.compile(step, backend=backend) if backend else step
 
 

@@ -99,6 +99,7 @@ def gpt_step(device: str):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        return loss
 
     return step, 1
 

@@ -237,9 +237,10 @@ void Program::run_deferred(const std::vector<hlo::Value>& results,
   for (size_t i = 0; i < written.size(); ++i)
     outputs.emplace_back(written[i]->storage, results[i].type);
   runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device_);
-  graph.record(builder_.function_text("private @op", results), arguments, outputs);
+  int64_t pending =
+      graph.record(builder_.function_text("private @op", results), arguments, outputs);
   runtime::metrics().count_native(op_name_);
-  if (graph.size() >= defer_max_ops()) graph.flush();
+  if (pending >= defer_max_ops()) graph.flush();
 }
 
 void Program::await_outputs(const std::vector<pjrt::BufferPtr>& outputs,

@@ -63,8 +63,9 @@ DeferredGraph::Value DeferredGraph::host_input(const Argument& argument) {
   return Value{name, argument.type};
 }
 
-void DeferredGraph::record(const std::string& function, const std::vector<Argument>& arguments,
-                           const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs) {
+int64_t DeferredGraph::record(
+    const std::string& function, const std::vector<Argument>& arguments,
+    const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (outputs.empty()) throw std::logic_error("a deferred op must write something");
   auto [found, inserted] = function_names_.try_emplace(function, "");
@@ -101,7 +102,7 @@ void DeferredGraph::record(const std::string& function, const std::vector<Argume
     }
     storage->set_pending(this, std::move(name), outputs[i].second.element);
   }
-  ++ops_;
+  return ++ops_;
 }
 
 void DeferredGraph::check(DeviceStorage* storage,
@@ -116,11 +117,6 @@ void DeferredGraph::check(DeviceStorage* storage,
   }
   hlo::TensorType type{storage->element_type(), {storage->elements()}};
   checks_.push_back(Check{Value{storage->pending_name(), type}, std::move(on_result)});
-}
-
-int64_t DeferredGraph::size() {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  return ops_;
 }
 
 void DeferredGraph::forget(DeviceStorage* storage) {

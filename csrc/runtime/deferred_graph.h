@@ -46,9 +46,10 @@ class DeferredGraph {
 
   // Records a call of `function` (a func.func text named "private @op", see
   // hlo::Builder::function_text) on `arguments`; its results become the pending
-  // contents of `outputs` (1-D values of the given types), in order.
-  void record(const std::string& function, const std::vector<Argument>& arguments,
-              const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs);
+  // contents of `outputs` (1-D values of the given types), in order. Returns the
+  // number of ops now pending.
+  int64_t record(const std::string& function, const std::vector<Argument>& arguments,
+                 const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs);
 
   // `on_result` gets the bytes of `storage`'s current (pending) value once the graph
   // has run, and may throw: deferred checks, such as index bounds, raise there. The
@@ -62,8 +63,6 @@ class DeferredGraph {
   void flush();
   // Waits for the checks of graphs already run and raises the first that failed.
   void raise_failed_checks();
-  // The number of ops recorded since the last flush.
-  int64_t size();
 
   // Called by a pending storage that is destroyed or overwritten from outside.
   void forget(DeviceStorage* storage);

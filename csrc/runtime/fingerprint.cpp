@@ -2,16 +2,11 @@
 
 #include <cstdio>
 
+#include "hlo/hash.h"
+
 namespace tpu::runtime {
 
-uint64_t fnv1a_64(std::string_view bytes) {
-  uint64_t hash = 14695981039346656037ULL;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
+uint64_t fnv1a_64(std::string_view bytes) { return hlo::structural_hash(bytes); }
 
 std::string fnv1a_128_hex(std::string_view bytes) {
   using u128 = unsigned __int128;

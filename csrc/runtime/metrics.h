@@ -14,8 +14,8 @@ struct MetricsSnapshot {
   int64_t host_to_device = 0;
   int64_t device_to_host = 0;
   double compile_seconds = 0;
-  int64_t fused_graphs = 0;                      // defer_and_fuse graphs run
-  int64_t fused_ops = 0;                         // ops recorded into them
+  int64_t fused_graphs = 0;  // defer_and_fuse graphs run
+  int64_t fused_ops = 0;     // ops recorded into them
   // The disk cache (compiles counts real XLA compiles only; a disk hit is not one).
   int64_t disk_hits = 0;       // executables loaded from disk
   int64_t disk_misses = 0;     // no entry on disk
