@@ -180,8 +180,31 @@ void DeferredGraph::raise_failed_checks() {
   if (first) std::rethrow_exception(first);
 }
 
+void DeferredGraph::raise_finished_checks() {
+  std::vector<Download> finished;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    std::vector<Download> pending;
+    for (Download& download : downloads_) {
+      bool older = download.graph < graphs_run_;
+      (older || download.done->is_ready() ? finished : pending).push_back(std::move(download));
+    }
+    downloads_.swap(pending);
+  }
+  std::exception_ptr first;
+  for (Download& download : finished) {
+    try {
+      download.done->await();
+      download.on_result(*download.bytes);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
 void DeferredGraph::flush() {
-  raise_failed_checks();
+  raise_finished_checks();
   std::unique_lock<std::recursive_mutex> lock(mutex_);
   std::vector<DeviceStorage*> live;
   std::vector<Value> results;
@@ -252,9 +275,10 @@ void DeferredGraph::flush() {
                                                               hlo::byte_size(type.element));
     const pjrt::BufferPtr& source = outputs[live.size() + c];
     auto done = source->to_host_async(bytes->data(), bytes->size());
-    downloads_.push_back(
-        Download{source, std::move(bytes), std::move(done), std::move(checks[c].on_result)});
+    downloads_.push_back(Download{source, std::move(bytes), std::move(done),
+                                  std::move(checks[c].on_result), graphs_run_ + 1});
   }
+  ++graphs_run_;
   reset();
   Runtime::get().track(outputs);
 }

@@ -63,6 +63,11 @@ class DeferredGraph {
   void flush();
   // Waits for the checks of graphs already run and raises the first that failed.
   void raise_failed_checks();
+  // Raises the first failed check among those already back on the host, waiting
+  // only for checks of graphs older than the last one run: a flush must not wait
+  // for the previous graph to finish, or the host could not record the next step
+  // while the device runs this one.
+  void raise_finished_checks();
 
   // Called by a pending storage that is destroyed or overwritten from outside.
   void forget(DeviceStorage* storage);
@@ -81,6 +86,7 @@ class DeferredGraph {
     std::unique_ptr<std::vector<unsigned char>> bytes;
     std::unique_ptr<pjrt::Event> done;
     std::function<void(const std::vector<unsigned char>&)> on_result;
+    int64_t graph = 0;  // which flush produced it
   };
   struct HostGroup {  // host values of one element type, packed in one operand
     std::vector<unsigned char> bytes;
@@ -111,6 +117,7 @@ class DeferredGraph {
   std::unordered_map<DeviceStorage*, size_t> pending_index_;
   std::vector<Check> checks_;
   std::vector<Download> downloads_;
+  int64_t graphs_run_ = 0;
 };
 
 }  // namespace tpu::runtime
