@@ -149,9 +149,7 @@ def run_case(make, inner: int, repeats: int) -> tuple[dict[str, float], float]:
             step, per_call = calls[variant]
             with torch_tpu.eager_mode("strict" if variant == "cpu" else variant):
                 samples[variant].append(timed(step, device, 1, inner, warmup=0) / per_call)
-    speedup = statistics.median(
-        s / d for s, d in zip(samples["strict"], samples["defer_and_fuse"])
-    )
+    speedup = statistics.median(s / d for s, d in zip(samples["strict"], samples["defer_and_fuse"]))
     return {v: statistics.median(samples[v]) for v in VARIANTS}, speedup
 
 
@@ -167,8 +165,10 @@ def decoding(repeats: int, new_tokens: int = 24) -> None:
         ("tpu strict, bucketed cache", "tpu", "strict", generate_bucketed),
         ("tpu defer_and_fuse, bucketed cache", "tpu", "defer_and_fuse", generate_bucketed),
     ]
-    print(f"\n| greedy decoding, {new_tokens} tokens | ms per token | compiles, first run |"
-          " compiles, later runs |")
+    print(
+        f"\n| greedy decoding, {new_tokens} tokens | ms per token | compiles, first run |"
+        " compiles, later runs |"
+    )
     print("|---|---:|---:|---:|")
     for name, device, mode, generate in variants:
         m = model.to(device)
