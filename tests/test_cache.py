@@ -41,11 +41,14 @@ def workload():
     return out
 """
 
-RUN = WORKLOAD + """
+RUN = (
+    WORKLOAD
+    + """
 results = workload()
 counts = torch_tpu.metrics.snapshot()
 print(json.dumps({"results": results, "metrics": counts, "stats": torch_tpu.cache.stats()}))
 """
+)
 
 
 def workload():
@@ -114,6 +117,37 @@ def test_concurrent_writers_then_a_restart_that_compiles_nothing(tmp_path):
     assert warm["metrics"]["disk_corrupt"] == 0
     assert warm["results"] == results
     assert "[torch_tpu] compile" not in log
+
+
+def test_entries_compiled_under_other_compiler_flags_are_not_reused(tmp_path):
+    # XLA_FLAGS changes the code XLA emits; entries compiled without it are not served.
+    first, _ = finish(start(tmp_path, XLA_FLAGS=""))
+    assert first["metrics"]["compiles"] > 0
+    flagged, _ = finish(start(tmp_path, XLA_FLAGS="--xla_cpu_prefer_vector_width=256"))
+    assert flagged["metrics"]["compiles"] == first["metrics"]["compiles"]
+    assert flagged["metrics"]["disk_hits"] == 0
+    assert flagged["results"] == first["results"]
+    again, _ = finish(start(tmp_path, XLA_FLAGS="--xla_cpu_prefer_vector_width=256"))
+    assert again["metrics"]["compiles"] == 0
+
+
+def test_cpu_device_count_is_configurable(tmp_path):
+    script = "import torch, torch_tpu; print(torch.tpu.device_count())"
+    environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(tmp_path))
+    for devices in ("1", "3"):
+        environment["TORCH_TPU_CPU_DEVICES"] = devices
+        run = subprocess.run(
+            [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.split() == [devices]
+        assert "cpu_device_count" not in run.stderr  # the plugin's INFO line is silenced
+    environment["TORCH_TPU_CPU_DEVICES"] = "many"
+    run = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+    )
+    assert run.returncode != 0
+    assert "ValueError: TORCH_TPU_CPU_DEVICES='many'" in run.stderr
 
 
 def flip_a_byte(data):

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import os
+
 from torch_tpu import _versions
 
 __version__ = "0.1.0"  # part of the disk cache's key: set before the cache is configured
@@ -22,7 +24,11 @@ _versions.check_cpu_plugin(_PLATFORM)
 
 from torch_tpu import _C  # noqa: E402
 
-_C._initialize(_PLUGIN_PATH)
+_CLIENT_OPTIONS = _plugin.client_options(_PLATFORM)
+if _CLIENT_OPTIONS:
+    # The CPU plugin logs every create option at INFO level; that is noise to users.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+_C._initialize(_PLUGIN_PATH, _CLIENT_OPTIONS)
 
 torch.utils.rename_privateuse1_backend("tpu")
 

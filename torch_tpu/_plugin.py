@@ -85,3 +85,32 @@ def find_plugin() -> tuple[str, str]:
         "torch_tpu found no PJRT plugin. Searched: " + ", ".join(searched) + ". "
         f"Install one ({_install_hint()}), or set TORCH_TPU_PJRT_PLUGIN=/path/to/plugin.so."
     )
+
+
+# The CPU plugin's own default; it also runs at least this many XLA worker threads.
+_CPU_PLUGIN_DEVICES = 4
+
+
+def client_options(platform: str) -> list[tuple[str, int]]:
+    """Options for creating the PJRT client of ``platform``.
+
+    On the CPU plugin, ``TORCH_TPU_CPU_DEVICES`` sets how many ``tpu`` devices there
+    are (default 4). The plugin runs max(cores, devices) XLA worker threads, so on a
+    machine with fewer cores than devices, fewer devices leave more of the CPU to
+    Python.
+
+    >>> client_options("tpu")
+    []
+    """
+    text = os.environ.get("TORCH_TPU_CPU_DEVICES", "").strip()
+    if platform != "cpu" or not text:
+        return []
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 2048:
+        raise ValueError(
+            f"TORCH_TPU_CPU_DEVICES={text!r}: expected a whole number of devices from 1 to 2048"
+        )
+    return [("cpu_device_count", count)]

@@ -41,9 +41,21 @@ std::string portable_compile_options() {
   return options + build + std::string("\x20\x01", 2);
 }
 
-Client::Client(std::shared_ptr<const Plugin> plugin) : plugin_(std::move(plugin)) {
+Client::Client(std::shared_ptr<const Plugin> plugin, const std::vector<CreateOption>& options)
+    : plugin_(std::move(plugin)) {
   const PJRT_Api* api = plugin_->api();
+  std::vector<PJRT_NamedValue> values(options.size());
+  for (size_t i = 0; i < options.size(); ++i) {
+    values[i].struct_size = PJRT_NamedValue_STRUCT_SIZE;
+    values[i].name = options[i].first.c_str();
+    values[i].name_size = options[i].first.size();
+    values[i].type = PJRT_NamedValue_kInt64;
+    values[i].int64_value = options[i].second;
+    values[i].value_size = 1;
+  }
   auto create = PJRT_ARGS(PJRT_Client_Create_Args);
+  create.create_options = values.data();
+  create.num_options = values.size();
   check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
   client_ = create.client;
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "buffer.h"
@@ -17,9 +18,14 @@ struct DeviceInfo {
   std::string description;  // PJRT_DeviceDescription_ToString
 };
 
+// An integer option of PJRT_Client_Create, such as the CPU plugin's
+// ("cpu_device_count", 2). Each plugin defines its own; unknown ones may be refused.
+using CreateOption = std::pair<std::string, int64_t>;
+
 class Client {
  public:
-  explicit Client(std::shared_ptr<const Plugin> plugin);
+  explicit Client(std::shared_ptr<const Plugin> plugin,
+                  const std::vector<CreateOption>& options = {});
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

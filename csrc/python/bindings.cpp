@@ -85,8 +85,11 @@ PYBIND11_MODULE(_C, m) {
   aten::register_foreach_kernels();
   register_cache_bindings(m);
   m.def(
-      "_initialize", [](const std::string& path) { runtime::Runtime::initialize(path); },
-      py::arg("plugin_path"));
+      "_initialize",
+      [](const std::string& path, const std::vector<pjrt::CreateOption>& options) {
+        runtime::Runtime::initialize(path, options);
+      },
+      py::arg("plugin_path"), py::arg("options") = std::vector<pjrt::CreateOption>{});
   m.def("_is_initialized", &runtime::Runtime::is_initialized);
   m.def("_plugin_info", &plugin_info);
   m.def("_device_count", [] { return static_cast<int>(aten::device_count()); });

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "runtime/fingerprint.h"
@@ -51,6 +52,13 @@ std::string cache_identity(const pjrt::Client& client, const std::string& torch_
   identity += "plugin_file=" + file_fingerprint(plugin.path()) + "\n";
   identity += "compile_options=" + hex(pjrt::portable_compile_options()) + "\n";
   identity += "torch_tpu=" + torch_tpu_version + "\n";
+  // The plugins read their compiler flags from these, and flags change the code
+  // compiled (fast math, vector width...): a program compiled under other flags
+  // must not be reused.
+  for (const char* variable : {"XLA_FLAGS", "LIBTPU_INIT_ARGS"}) {
+    const char* value = std::getenv(variable);
+    identity += std::string(variable) + "=" + (value != nullptr ? value : "") + "\n";
+  }
   return identity;
 }
 

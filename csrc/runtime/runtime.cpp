@@ -10,9 +10,10 @@ std::mutex init_mutex;
 Runtime* instance = nullptr;  // intentionally leaked: plugins must outlive every buffer
 }  // namespace
 
-Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin)
+Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin,
+                 const std::vector<pjrt::CreateOption>& options)
     : plugin_(std::move(plugin)),
-      client_(std::make_unique<pjrt::Client>(plugin_)),
+      client_(std::make_unique<pjrt::Client>(plugin_, options)),
       programs_(std::make_unique<ProgramCache>(*client_)) {
   for (int i = 0; i < client_->device_count(); ++i) {
     graphs_.push_back(std::make_unique<DeferredGraph>(i));
@@ -27,7 +28,8 @@ void Runtime::raise_deferred_checks() {
   for (auto& graph : graphs_) graph->raise_failed_checks();
 }
 
-Runtime& Runtime::initialize(const std::string& plugin_path) {
+Runtime& Runtime::initialize(const std::string& plugin_path,
+                             const std::vector<pjrt::CreateOption>& options) {
   std::lock_guard<std::mutex> lock(init_mutex);
   if (instance != nullptr) {
     if (instance->plugin_->path() != plugin_path) {
@@ -37,7 +39,7 @@ Runtime& Runtime::initialize(const std::string& plugin_path) {
     }
     return *instance;
   }
-  auto runtime = std::unique_ptr<Runtime>(new Runtime(pjrt::Plugin::load(plugin_path)));
+  auto runtime = std::unique_ptr<Runtime>(new Runtime(pjrt::Plugin::load(plugin_path), options));
   instance = runtime.release();
   return *instance;
 }

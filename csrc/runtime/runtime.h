@@ -17,7 +17,9 @@ class Runtime {
  public:
   // Loads the plugin at `plugin_path` and creates its client. Called once, by the
   // Python package (which does the discovery); later calls must name the same plugin.
-  static Runtime& initialize(const std::string& plugin_path);
+  // `options` go to PJRT_Client_Create (see pjrt::CreateOption).
+  static Runtime& initialize(const std::string& plugin_path,
+                             const std::vector<pjrt::CreateOption>& options = {});
   // Throws std::runtime_error if initialize() has not succeeded.
   static Runtime& get();
   static bool is_initialized();
@@ -47,7 +49,7 @@ class Runtime {
   void raise_deferred_checks();
 
  private:
-  explicit Runtime(std::shared_ptr<pjrt::Plugin> plugin);
+  Runtime(std::shared_ptr<pjrt::Plugin> plugin, const std::vector<pjrt::CreateOption>& options);
 
   std::shared_ptr<pjrt::Plugin> plugin_;
   std::unique_ptr<pjrt::Client> client_;
