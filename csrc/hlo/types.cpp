@@ -1,5 +1,7 @@
 #include "types.h"
 
+#include <charconv>
+
 namespace tpu::hlo {
 
 const char* mlir_name(ElementType type) {
@@ -68,9 +70,22 @@ int64_t TensorType::num_elements() const {
 }
 
 std::string TensorType::str() const {
-  std::string out = "tensor<";
-  for (int64_t d : dims) out += std::to_string(d) + "x";
-  return out + mlir_name(element) + ">";
+  std::string out;
+  append_to(out);
+  return out;
+}
+
+void TensorType::append_to(std::string& out) const {
+  // Built by appending: this runs several times for every op an eager mode records.
+  out += "tensor<";
+  char digits[24];
+  for (int64_t d : dims) {
+    char* end = std::to_chars(digits, digits + sizeof digits, d).ptr;
+    out.append(digits, end);
+    out += 'x';
+  }
+  out += mlir_name(element);
+  out += '>';
 }
 
 }  // namespace tpu::hlo

@@ -40,6 +40,8 @@ struct TensorType {
   int64_t num_elements() const;
   // "tensor<2x3xf32>"
   std::string str() const;
+  // Appends str() to `out`.
+  void append_to(std::string& out) const;
   bool operator==(const TensorType& other) const {
     return element == other.element && dims == other.dims;
   }

@@ -1,5 +1,6 @@
 #include "runtime/deferred_graph.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "runtime/buffer_type.h"
@@ -21,7 +22,10 @@ std::string host_group_name(hlo::ElementType type) {
 
 std::string type_list(const std::vector<hlo::TensorType>& types) {
   std::string text;
-  for (size_t i = 0; i < types.size(); ++i) text += (i ? ", " : "") + types[i].str();
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (i) text += ", ";
+    types[i].append_to(text);
+  }
   return text;
 }
 
@@ -54,12 +58,26 @@ DeferredGraph::Value DeferredGraph::host_input(const Argument& argument) {
   // The group's length is known only at flush, so its type is left as a marker.
   std::string name = "%h" + std::to_string(next_value_++);
   hlo::TensorType flat{element, {count}};
-  group.lines += "    " + name + "_flat = \"stablehlo.slice\"(" + host_group_name(element) +
-                 ") {start_indices = array<i64: " + std::to_string(offset) +
-                 ">, limit_indices = array<i64: " + std::to_string(offset + count) +
-                 ">, strides = array<i64: 1>} : (@GROUP@) -> " + flat.str() + "\n";
-  group.lines += "    " + name + " = \"stablehlo.reshape\"(" + name + "_flat) : (" + flat.str() +
-                 ") -> " + argument.type.str() + "\n";
+  std::string& lines = group.lines;
+  lines += "    ";
+  lines += name;
+  lines += "_flat = \"stablehlo.slice\"(";
+  lines += host_group_name(element);
+  lines += ") {start_indices = array<i64: ";
+  lines += std::to_string(offset);
+  lines += ">, limit_indices = array<i64: ";
+  lines += std::to_string(offset + count);
+  lines += ">, strides = array<i64: 1>} : (@GROUP@) -> ";
+  flat.append_to(lines);
+  lines += "\n    ";
+  lines += name;
+  lines += " = \"stablehlo.reshape\"(";
+  lines += name;
+  lines += "_flat) : (";
+  flat.append_to(lines);
+  lines += ") -> ";
+  argument.type.append_to(lines);
+  lines += '\n';
   return Value{name, argument.type};
 }
 
@@ -68,31 +86,55 @@ int64_t DeferredGraph::record(
     const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (outputs.empty()) throw std::logic_error("a deferred op must write something");
-  auto [found, inserted] = function_names_.try_emplace(function, "");
-  if (inserted) {
-    found->second = "@f" + std::to_string(function_names_.size() - 1);
-    std::string renamed = function;
-    size_t at = renamed.find(kOpFunction);
-    if (at == std::string::npos) throw std::logic_error("a deferred op function is not @op");
-    renamed.replace(at, std::string(kOpFunction).size(), "private " + found->second + "(");
-    functions_ += renamed;
+  // Functions are numbered by first use in this graph, so the text depends only on
+  // what this graph records; their texts are kept across graphs (no copy per graph).
+  auto [known, is_new] = function_ids_.try_emplace(function, function_texts_.size());
+  if (is_new) {
+    if (function.find(kOpFunction) == std::string::npos) {
+      function_ids_.erase(known);
+      throw std::logic_error("a deferred op function is not @op");
+    }
+    function_texts_.push_back(&known->first);
+    local_functions_.push_back(-1);
+  }
+  int& local = local_functions_[known->second];
+  if (local < 0) {
+    local = static_cast<int>(used_functions_.size());
+    used_functions_.push_back(known->second);
   }
 
+  // The call's line is appended piece by piece: this runs for every recorded op.
   std::string names;
-  std::vector<hlo::TensorType> argument_types;
+  std::string argument_types;
   for (const Argument& argument : arguments) {
     Value value =
         argument.storage != nullptr ? input(argument.storage, argument.type) : host_input(argument);
-    names += (names.empty() ? "" : ", ") + value.name;
-    argument_types.push_back(argument.type);
+    if (!names.empty()) {
+      names += ", ";
+      argument_types += ", ";
+    }
+    names += value.name;
+    argument.type.append_to(argument_types);
   }
-  std::vector<hlo::TensorType> result_types;
-  for (const auto& output : outputs) result_types.push_back(output.second);
-
   std::string call = "%c" + std::to_string(next_value_++);
-  std::string lhs = outputs.size() == 1 ? call : call + ":" + std::to_string(outputs.size());
-  calls_ += "    " + lhs + " = \"func.call\"(" + names + ") {callee = " + found->second + "} : (" +
-            type_list(argument_types) + ") -> (" + type_list(result_types) + ")\n";
+  calls_ += "    ";
+  calls_ += call;
+  if (outputs.size() != 1) {
+    calls_ += ':';
+    calls_ += std::to_string(outputs.size());
+  }
+  calls_ += " = \"func.call\"(";
+  calls_ += names;
+  calls_ += ") {callee = @f";
+  calls_ += std::to_string(local);
+  calls_ += "} : (";
+  calls_ += argument_types;
+  calls_ += ") -> (";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (i) calls_ += ", ";
+    outputs[i].second.append_to(calls_);
+  }
+  calls_ += ")\n";
   for (size_t i = 0; i < outputs.size(); ++i) {
     DeviceStorage* storage = outputs[i].first;
     std::string name = outputs.size() == 1 ? call : call + "#" + std::to_string(i);
@@ -129,7 +171,17 @@ void DeferredGraph::forget(DeviceStorage* storage) {
 
 std::string DeferredGraph::build_text(const std::vector<Value>& results,
                                       const std::vector<int>& donated_to) const {
-  std::string text = "module @torch_tpu {\n" + functions_ + "  func.func public @main(";
+  std::string text = "module @torch_tpu {\n";
+  for (size_t local = 0; local < used_functions_.size(); ++local) {
+    const std::string& function = *function_texts_[used_functions_[local]];
+    size_t at = function.find(kOpFunction);
+    text.append(function, 0, at);
+    text += "private @f";
+    text += std::to_string(local);
+    text += '(';
+    text.append(function, at + std::strlen(kOpFunction), std::string::npos);
+  }
+  text += "  func.func public @main(";
   for (size_t i = 0; i < buffers_.size(); ++i) {
     text +=
         (i ? ", " : "") + std::string("%arg") + std::to_string(i) + ": " + buffer_types_[i].str();
@@ -284,8 +336,8 @@ void DeferredGraph::flush() {
 }
 
 void DeferredGraph::reset() {
-  function_names_.clear();
-  functions_.clear();
+  for (int id : used_functions_) local_functions_[id] = -1;
+  used_functions_.clear();
   calls_.clear();
   ops_ = 0;
   next_value_ = 0;

@@ -101,9 +101,12 @@ class DeferredGraph {
 
   std::recursive_mutex mutex_;
   int device_;
-  // Op functions, deduplicated by text: text -> function name.
-  std::unordered_map<std::string, std::string> function_names_;
-  std::string functions_;
+  // Op function texts seen by this device's graphs: text -> id, and id -> text.
+  std::unordered_map<std::string, int> function_ids_;
+  std::vector<const std::string*> function_texts_;
+  // This graph's functions in order of first use (ids), and each id's place in it (-1: unused).
+  std::vector<int> used_functions_;
+  std::vector<int> local_functions_;
   std::string calls_;
   int64_t ops_ = 0;
   int next_value_ = 0;
