@@ -99,9 +99,36 @@ std::string Builder::op_text(const std::string& op_name, const std::vector<Value
 Value Builder::op(const std::string& op_name, const std::vector<Value>& operands,
                   const TensorType& result, const std::string& attributes,
                   const std::string& region) {
+  // The same line as op_text() gives, appended in place: every eager op runs this
+  // several times, so it avoids the temporaries of string concatenation.
   Value out{next_id_++, result};
-  body_ += "    " + name(out) + " = " + op_text(op_name, operands, attributes, region) + " -> " +
-           result.str() + "\n";
+  body_ += "    ";
+  body_ += name(out);
+  body_ += " = \"stablehlo.";
+  body_ += op_name;
+  body_ += "\"(";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (i) body_ += ", ";
+    body_ += name(operands[i]);
+  }
+  body_ += ')';
+  if (!region.empty()) {
+    body_ += ' ';
+    body_ += region;
+  }
+  if (!attributes.empty()) {
+    body_ += " {";
+    body_ += attributes;
+    body_ += '}';
+  }
+  body_ += " : (";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (i) body_ += ", ";
+    operands[i].type.append_to(body_);
+  }
+  body_ += ") -> ";
+  result.append_to(body_);
+  body_ += '\n';
   return out;
 }
 
@@ -394,21 +421,42 @@ std::string Builder::module_text(const std::vector<Value>& results) const {
 
 std::string Builder::function_text(const std::string& function_name,
                                    const std::vector<Value>& results) const {
-  std::string text = "  func.func " + function_name + "(";
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    text += (i ? ", " : "") + std::string("%arg") + std::to_string(i) + ": " + parameters_[i].str();
-    if (parameter_alias_[i] >= 0) {
-      text += " {tf.aliasing_output = " + std::to_string(parameter_alias_[i]) + " : i32}";
-    }
-  }
   std::string result_types;
   std::string names;
   for (size_t i = 0; i < results.size(); ++i) {
-    result_types += (i ? ", " : "") + results[i].type.str();
-    names += (i ? ", " : "") + name(results[i]);
+    if (i) {
+      result_types += ", ";
+      names += ", ";
+    }
+    results[i].type.append_to(result_types);
+    names += name(results[i]);
   }
-  text += ") -> (" + result_types + ") {\n" + body_;
-  text += "    \"func.return\"(" + names + ") : (" + result_types + ") -> ()\n  }\n";
+  std::string text;
+  text.reserve(body_.size() + 64 * (parameters_.size() + 2) + 2 * result_types.size());
+  text += "  func.func ";
+  text += function_name;
+  text += '(';
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (i) text += ", ";
+    text += "%arg";
+    text += std::to_string(i);
+    text += ": ";
+    parameters_[i].append_to(text);
+    if (parameter_alias_[i] >= 0) {
+      text += " {tf.aliasing_output = ";
+      text += std::to_string(parameter_alias_[i]);
+      text += " : i32}";
+    }
+  }
+  text += ") -> (";
+  text += result_types;
+  text += ") {\n";
+  text += body_;
+  text += "    \"func.return\"(";
+  text += names;
+  text += ") : (";
+  text += result_types;
+  text += ") -> ()\n  }\n";
   return text;
 }
 
