@@ -303,11 +303,21 @@ void DeferredGraph::flush() {
           {static_cast<int64_t>(group.bytes.size() / hlo::byte_size(element))}, device_));
       arguments.push_back(host_buffers.back()->get());
     }
+    while (!in_flight_.empty() && in_flight_.front()->is_ready()) in_flight_.pop_front();
+    while (in_flight_.size() >= 2) {
+      try {
+        in_flight_.front()->await();
+      } catch (const std::exception&) {
+        // That graph's failure is raised where its values are used.
+      }
+      in_flight_.pop_front();
+    }
     // Donated buffers are consumed by the run: drop our references first.
     std::vector<pjrt::BufferPtr> operands = std::move(buffers_);
     ProfiledRun profiled("tpu::fused_graph", device_, ops_);  // torch.profiler
     outputs = executable->execute(arguments, client.device(device_));
     profiled.done(outputs);
+    in_flight_.push_back(outputs.front()->ready_event());
     // Kept until the run is done (destroying even a donated one waits for the run).
     operands.insert(operands.end(), host_buffers.begin(), host_buffers.end());
     runtime.retire(std::move(operands), outputs.front());

@@ -13,6 +13,7 @@
 // on scalar values, which travel as run-time operands), so a loop that records the
 // same ops every step reuses one compiled program.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -120,6 +121,10 @@ class DeferredGraph {
   std::unordered_map<DeviceStorage*, size_t> pending_index_;
   std::vector<Check> checks_;
   std::vector<Download> downloads_;
+  // Completion of the graphs run and not yet known to be done, oldest first. A flush
+  // waits while two are in flight (one running, one queued), so the host runs ahead
+  // of the device by at most that much and memory stays bounded.
+  std::deque<std::unique_ptr<pjrt::Event>> in_flight_;
   int64_t graphs_run_ = 0;
 };
 
