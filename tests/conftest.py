@@ -30,6 +30,7 @@ def _no_error_left_pending():
     yield
     torch.tpu.synchronize()
 
+
 _opinfo_passed: set[tuple[str, str, str, str]] = set()
 
 

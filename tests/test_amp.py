@@ -172,7 +172,9 @@ def test_amp_kernels_directly():
         torch.tensor([4.0], device="tpu", dtype=torch.float16),
     ]
     found = torch.zeros(1, device="tpu")
-    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.full((1,), 0.5, device="tpu"))
+    torch._amp_foreach_non_finite_check_and_unscale_(
+        grads, found, torch.full((1,), 0.5, device="tpu")
+    )
     assert found.item() == 0.0
     assert grads[0].tolist() == [0.5, 1.0] and grads[1].tolist() == [2.0]
     grads.append(torch.tensor([float("nan")], device="tpu"))

@@ -70,7 +70,9 @@ def test_integers(dtype):
     y[y == 0] = 7  # the CPU raises ZeroDivisionError for integers
     tx, ty = x.to(TPU), y.to(TPU)
     for mode in ("floor", "trunc"):
-        assert_bitwise_equal(torch.div(tx, ty, rounding_mode=mode), torch.div(x, y, rounding_mode=mode))
+        assert_bitwise_equal(
+            torch.div(tx, ty, rounding_mode=mode), torch.div(x, y, rounding_mode=mode)
+        )
     assert_bitwise_equal(tx // ty, x // y)
     assert_bitwise_equal(tx // 3, x // 3)
     assert_bitwise_equal(torch.div(tx, ty), torch.div(x, y))  # rounding_mode=None: true division
@@ -80,12 +82,22 @@ def test_scalars_promotion_broadcast_in_place_and_out():
     x = torch.tensor([[7, -7, 8], [-9, 0, 5]])
     y = torch.tensor([2, -2, 3])
     tx, ty = x.to(TPU), y.to(TPU)
-    assert_bitwise_equal(torch.div(tx, 2.0, rounding_mode="floor"), torch.div(x, 2.0, rounding_mode="floor"))
-    assert_bitwise_equal(torch.div(tx, -2, rounding_mode="trunc"), torch.div(x, -2, rounding_mode="trunc"))
-    assert_bitwise_equal(torch.div(tx, ty.double(), rounding_mode="floor"), torch.div(x, y.double(), rounding_mode="floor"))
+    assert_bitwise_equal(
+        torch.div(tx, 2.0, rounding_mode="floor"), torch.div(x, 2.0, rounding_mode="floor")
+    )
+    assert_bitwise_equal(
+        torch.div(tx, -2, rounding_mode="trunc"), torch.div(x, -2, rounding_mode="trunc")
+    )
+    assert_bitwise_equal(
+        torch.div(tx, ty.double(), rounding_mode="floor"),
+        torch.div(x, y.double(), rounding_mode="floor"),
+    )
     assert_bitwise_equal(5 // ty, 5 // y)
     flags = torch.tensor([True, False])  # bool with an int scalar promotes to int64
-    assert_bitwise_equal(torch.div(flags.to(TPU), 2, rounding_mode="trunc"), torch.div(flags, 2, rounding_mode="trunc"))
+    assert_bitwise_equal(
+        torch.div(flags.to(TPU), 2, rounding_mode="trunc"),
+        torch.div(flags, 2, rounding_mode="trunc"),
+    )
     in_place = tx.clone()
     in_place.floor_divide_(ty)
     assert_bitwise_equal(in_place, x // y)
@@ -103,7 +115,9 @@ def test_scalars_promotion_broadcast_in_place_and_out():
 @pytest.mark.parametrize(
     "fn",
     [
-        lambda d: torch.floor_divide(torch.tensor([True], device=d), torch.tensor([True], device=d)),
+        lambda d: torch.floor_divide(
+            torch.tensor([True], device=d), torch.tensor([True], device=d)
+        ),
         lambda d: torch.div(torch.tensor([True], device=d), True, rounding_mode="trunc"),
         lambda d: torch.div(torch.tensor([1.0], device=d), 2, rounding_mode="round"),
         lambda d: torch.tensor([1, 2], device=d).div_(2.5, rounding_mode="floor"),

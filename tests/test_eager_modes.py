@@ -124,3 +124,20 @@ def test_every_bad_index_is_caught(mode, case, bad):
                 torch.tpu.synchronize()
     # The device stays usable afterwards.
     assert (w + 1).sum().item() == pytest.approx((_W + 1).sum().item(), rel=1e-5)
+
+
+def test_a_bad_index_is_raised_once_even_after_later_graphs_ran():
+    # A flush does not wait for the graph before it (so the host records the next step
+    # while the device runs this one); a failed check is still raised, exactly once,
+    # by a later flush or by the next wait at the latest.
+    w = _W.to("tpu")
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        with pytest.raises(IndexError):
+            torch.nn.functional.embedding(torch.tensor([1, 7], device="tpu"), w)
+            torch_tpu.sync()
+            for _ in range(4):
+                w.mul_(1.0)
+                torch_tpu.sync()
+            torch.tpu.synchronize()
+        torch.tpu.synchronize()  # already raised: nothing left to raise
+        assert torch.equal(w.cpu(), _W)

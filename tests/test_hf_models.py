@@ -125,7 +125,10 @@ def _inputs(name):
     models, as for generation, right for the encoders), so attention masks matter."""
     gen = torch.Generator().manual_seed(1)
     if name == "vit":
-        return {"pixel_values": torch.randn(2, 3, 16, 16, generator=gen), "labels": torch.tensor([1, 3])}
+        return {
+            "pixel_values": torch.randn(2, 3, 16, 16, generator=gen),
+            "labels": torch.tensor([1, 3]),
+        }
     ids = torch.randint(3, VOCAB, (2, 7), generator=gen)
     mask = torch.ones_like(ids)
     if name in ("gpt2", "llama", "qwen3"):
@@ -201,7 +204,9 @@ def test_top_k_top_p_sampling_runs_natively_and_follows_the_seed():
     # result's form and that the device seed reproduces it
     _, tpu = _models("gpt2")
     prompt = _to_tpu({key: value for key, value in _inputs("gpt2").items() if key != "labels"})
-    settings = dict(max_new_tokens=4, do_sample=True, top_k=20, top_p=0.9, temperature=0.8, pad_token_id=0)
+    settings = dict(
+        max_new_tokens=4, do_sample=True, top_k=20, top_p=0.9, temperature=0.8, pad_token_id=0
+    )
     torch.tpu.manual_seed(3)
     first = tpu.generate(**prompt, **settings)
     torch.tpu.manual_seed(3)

@@ -56,7 +56,12 @@ def _cases():
                 marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
                 for eager in EAGER_MODES:
                     yield pytest.param(
-                        op, dtype, mode, eager, id=f"{full}-{dtype_name}-{mode}-{eager}", marks=marks
+                        op,
+                        dtype,
+                        mode,
+                        eager,
+                        id=f"{full}-{dtype_name}-{mode}-{eager}",
+                        marks=marks,
                     )
 
 

@@ -754,7 +754,9 @@ def test_topk_out_scalar_and_errors():
 
 
 @pytest.mark.parametrize("invert", [False, True])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8], ids=str
+)
 def test_isin(dtype, invert):
     elements = make((3, 5), dtype, seed=41, low=0, high=6)
     test = make((4,), dtype, seed=42, low=0, high=6)
