@@ -214,32 +214,18 @@ std::string DeferredGraph::build_text(const std::vector<Value>& results,
   return text;
 }
 
-void DeferredGraph::raise_failed_checks() {
-  std::vector<Download> downloads;
-  {
-    std::lock_guard<std::recursive_mutex> lock(mutex_);
-    downloads.swap(downloads_);
-  }
-  std::exception_ptr first;
-  for (Download& download : downloads) {
-    try {
-      download.done->await();
-      download.on_result(*download.bytes);
-    } catch (...) {
-      if (!first) first = std::current_exception();
-    }
-  }
-  if (first) std::rethrow_exception(first);
-}
+void DeferredGraph::raise_failed_checks() { raise_checks(/*wait_for_all=*/true); }
 
-void DeferredGraph::raise_finished_checks() {
+void DeferredGraph::raise_finished_checks() { raise_checks(/*wait_for_all=*/false); }
+
+void DeferredGraph::raise_checks(bool wait_for_all) {
   std::vector<Download> finished;
   {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     std::vector<Download> pending;
     for (Download& download : downloads_) {
-      bool older = download.graph < graphs_run_;
-      (older || download.done->is_ready() ? finished : pending).push_back(std::move(download));
+      bool take = wait_for_all || download.graph < graphs_run_ || download.done->is_ready();
+      (take ? finished : pending).push_back(std::move(download));
     }
     downloads_.swap(pending);
   }

@@ -94,6 +94,9 @@ class DeferredGraph {
     std::string lines;  // slices of the group's parameter, one per host value
   };
 
+  // Checks every download (waiting for them) or only those back or from graphs older
+  // than the last one run; raises the first that failed.
+  void raise_checks(bool wait_for_all);
   Value input(DeviceStorage* storage, const hlo::TensorType& type);
   Value host_input(const Argument& argument);
   std::string build_text(const std::vector<Value>& results,
