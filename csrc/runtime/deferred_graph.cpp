@@ -29,6 +29,15 @@ std::string type_list(const std::vector<hlo::TensorType>& types) {
   return text;
 }
 
+// A failed event counts as done: whoever awaits it next gets the error.
+bool is_done(const pjrt::Event& event) {
+  try {
+    return event.is_ready();
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
 }  // namespace
 
 DeferredGraph::~DeferredGraph() {
@@ -88,6 +97,9 @@ int64_t DeferredGraph::record(
   if (outputs.empty()) throw std::logic_error("a deferred op must write something");
   // Functions are numbered by first use in this graph, so the text depends only on
   // what this graph records; their texts are kept across graphs (no copy per graph).
+  function_texts_.reserve(function_texts_.size() + 1);  // no throw after the insertion
+  local_functions_.reserve(local_functions_.size() + 1);
+  used_functions_.reserve(used_functions_.size() + 1);
   auto [known, is_new] = function_ids_.try_emplace(function, function_texts_.size());
   if (is_new) {
     if (function.find(kOpFunction) == std::string::npos) {
@@ -99,8 +111,8 @@ int64_t DeferredGraph::record(
   }
   int& local = local_functions_[known->second];
   if (local < 0) {
-    local = static_cast<int>(used_functions_.size());
     used_functions_.push_back(known->second);
+    local = static_cast<int>(used_functions_.size()) - 1;
   }
 
   // The call's line is appended piece by piece: this runs for every recorded op.
@@ -224,7 +236,7 @@ void DeferredGraph::raise_checks(bool wait_for_all) {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     std::vector<Download> pending;
     for (Download& download : downloads_) {
-      bool take = wait_for_all || download.graph < graphs_run_ || download.done->is_ready();
+      bool take = wait_for_all || download.graph < graphs_run_ || is_done(*download.done);
       (take ? finished : pending).push_back(std::move(download));
     }
     downloads_.swap(pending);
@@ -241,7 +253,26 @@ void DeferredGraph::raise_checks(bool wait_for_all) {
   if (first) std::rethrow_exception(first);
 }
 
+void DeferredGraph::wait_for_room() {
+  for (;;) {
+    std::unique_ptr<pjrt::Event> oldest;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mutex_);
+      while (!in_flight_.empty() && is_done(*in_flight_.front())) in_flight_.pop_front();
+      if (in_flight_.size() < 2) return;
+      oldest = std::move(in_flight_.front());
+      in_flight_.pop_front();
+    }
+    try {
+      oldest->await();  // without the lock: other threads may record or free meanwhile
+    } catch (const std::exception&) {
+      // That graph's failure is raised where its values are used.
+    }
+  }
+}
+
 void DeferredGraph::flush() {
+  wait_for_room();
   raise_finished_checks();
   std::unique_lock<std::recursive_mutex> lock(mutex_);
   std::vector<DeviceStorage*> live;
@@ -289,26 +320,21 @@ void DeferredGraph::flush() {
           {static_cast<int64_t>(group.bytes.size() / hlo::byte_size(element))}, device_));
       arguments.push_back(host_buffers.back()->get());
     }
-    while (!in_flight_.empty() && in_flight_.front()->is_ready()) in_flight_.pop_front();
-    while (in_flight_.size() >= 2) {
-      try {
-        in_flight_.front()->await();
-      } catch (const std::exception&) {
-        // That graph's failure is raised where its values are used.
-      }
-      in_flight_.pop_front();
-    }
     // Donated buffers are consumed by the run: drop our references first.
     std::vector<pjrt::BufferPtr> operands = std::move(buffers_);
     ProfiledRun profiled("tpu::fused_graph", device_, ops_);  // torch.profiler
     outputs = executable->execute(arguments, client.device(device_));
     profiled.done(outputs);
-    in_flight_.push_back(outputs.front()->ready_event());
     // Kept until the run is done (destroying even a donated one waits for the run).
     operands.insert(operands.end(), host_buffers.begin(), host_buffers.end());
     runtime.retire(std::move(operands), outputs.front());
     metrics().count_execution();
     metrics().count_fused_graph(ops_);
+    try {
+      in_flight_.push_back(outputs.front()->ready_event());
+    } catch (const std::exception&) {
+      // Not tracked: the graph ran; only the bound on graphs in flight is loosened.
+    }
   } catch (const std::exception& e) {
     std::string error =
         std::string("a deferred tpu graph of ") + std::to_string(ops_) + " ops failed: " + e.what();
@@ -334,6 +360,12 @@ void DeferredGraph::flush() {
 void DeferredGraph::reset() {
   for (int id : used_functions_) local_functions_[id] = -1;
   used_functions_.clear();
+  // Dynamic shapes add op texts every step; start over rather than grow for ever.
+  if (function_ids_.size() > 16384) {
+    function_ids_.clear();
+    function_texts_.clear();
+    local_functions_.clear();
+  }
   calls_.clear();
   ops_ = 0;
   next_value_ = 0;

@@ -97,6 +97,8 @@ class DeferredGraph {
   // Checks every download (waiting for them) or only those back or from graphs older
   // than the last one run; raises the first that failed.
   void raise_checks(bool wait_for_all);
+  // Waits (without holding the lock) until fewer than two graphs are in flight.
+  void wait_for_room();
   Value input(DeviceStorage* storage, const hlo::TensorType& type);
   Value host_input(const Argument& argument);
   std::string build_text(const std::vector<Value>& results,
