@@ -23,6 +23,17 @@ import torch  # noqa: E402
 import torch_tpu  # noqa: E402,F401
 
 
+@pytest.fixture
+def native():
+    """Fails the test if anything falls back to the CPU."""
+    previous = torch_tpu._C._get_fallback_mode()
+    torch_tpu._C._set_fallback_mode("error")
+    try:
+        yield
+    finally:
+        torch_tpu._C._set_fallback_mode(previous)
+
+
 @pytest.fixture(autouse=True)
 def _no_error_left_pending():
     """A deferred error (a bad index in defer_and_fuse) that a test leaves unread would

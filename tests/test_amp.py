@@ -8,21 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_tpu
-
 LOW = [torch.bfloat16, torch.float16]
 TOL = {torch.bfloat16: dict(rtol=4e-2, atol=4e-2), torch.float16: dict(rtol=5e-3, atol=5e-3)}
-
-
-@pytest.fixture
-def native():
-    """Fails the test if anything falls back to the CPU."""
-    previous = torch_tpu._C._get_fallback_mode()
-    torch_tpu._C._set_fallback_mode("error")
-    try:
-        yield
-    finally:
-        torch_tpu._C._set_fallback_mode(previous)
 
 
 def randn(*shape, seed=0):

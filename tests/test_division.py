@@ -5,8 +5,6 @@ negative integers and the half-precision kernels' rounding of each intermediate.
 import pytest
 import torch
 
-import torch_tpu
-
 TPU = "tpu"
 FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 INTS = [torch.int64, torch.int32, torch.int8, torch.uint8]
@@ -20,12 +18,8 @@ SPECIAL = [
 ]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def no_cpu_fallback():
-    previous = torch_tpu._C._get_fallback_mode()
-    torch_tpu._C._set_fallback_mode("error")
-    yield
-    torch_tpu._C._set_fallback_mode(previous)
+# Every test fails if anything falls back to the CPU (the `native` fixture, conftest.py).
+pytestmark = pytest.mark.usefixtures("native")
 
 
 def assert_bitwise_equal(actual, expected):

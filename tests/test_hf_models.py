@@ -10,8 +10,6 @@ import os
 import pytest
 import torch
 
-import torch_tpu
-
 os.environ["HF_HUB_OFFLINE"] = "1"  # models come from configs; never reach the hub
 transformers = pytest.importorskip("transformers")
 
@@ -105,12 +103,8 @@ MODELS = {"gpt2": _gpt2, "llama": _llama, "qwen3": _qwen3, "bert": _bert, "vit":
 GENERATIVE = ("gpt2", "llama", "qwen3", "t5")
 
 
-@pytest.fixture(autouse=True)
-def no_cpu_fallback():
-    previous = torch_tpu._C._get_fallback_mode()
-    torch_tpu._C._set_fallback_mode("error")
-    yield
-    torch_tpu._C._set_fallback_mode(previous)
+# Every test fails if anything falls back to the CPU (the `native` fixture, conftest.py).
+pytestmark = pytest.mark.usefixtures("native")
 
 
 def _models(name):

@@ -12,16 +12,6 @@ import torch_tpu
 DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.bool]
 
 
-@pytest.fixture
-def native():
-    """Fails the test if anything falls back to the CPU."""
-    torch_tpu._C._set_fallback_mode("error")
-    try:
-        yield
-    finally:
-        torch_tpu._C._set_fallback_mode("warn")
-
-
 def make(shape, dtype, seed=0):
     g = torch.Generator().manual_seed(seed)
     if dtype == torch.bool:

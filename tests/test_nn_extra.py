@@ -7,17 +7,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_tpu
-
 DTYPES = [torch.float32, torch.bfloat16, torch.float64]
 REDUCTIONS = ["none", "mean", "sum"]
 
 
-@pytest.fixture(autouse=True)
-def no_fallback():
-    torch_tpu._C._set_fallback_mode("error")
-    yield
-    torch_tpu._C._set_fallback_mode("warn")
+# Every test fails if anything falls back to the CPU (the `native` fixture, conftest.py).
+pytestmark = pytest.mark.usefixtures("native")
 
 
 def tolerance(dtype):

@@ -5,14 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_tpu
-
-
-@pytest.fixture(autouse=True)
-def no_fallback():
-    torch_tpu._C._set_fallback_mode("error")
-    yield
-    torch_tpu._C._set_fallback_mode("warn")
+# Every test fails if anything falls back to the CPU (the `native` fixture, conftest.py).
+pytestmark = pytest.mark.usefixtures("native")
 
 
 @pytest.mark.parametrize("p", [0.0, 0.3, 0.9, 1.0])

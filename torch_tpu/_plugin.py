@@ -87,10 +87,6 @@ def find_plugin() -> tuple[str, str]:
     )
 
 
-# The CPU plugin's own default; it also runs at least this many XLA worker threads.
-_CPU_PLUGIN_DEVICES = 4
-
-
 def client_options(platform: str) -> list[tuple[str, int]]:
     """Options for creating the PJRT client of ``platform``.
 

@@ -221,8 +221,9 @@ std::string DeferredGraph::build_text(const std::vector<Value>& results,
     types.push_back(result.type);
     names += (names.empty() ? "" : ", ") + result.name;
   }
-  text += ") -> (" + type_list(types) + ") {\n" + host_lines + calls_;
-  text += "    \"func.return\"(" + names + ") : (" + type_list(types) + ") -> ()\n  }\n}\n";
+  std::string result_types = type_list(types);
+  text += ") -> (" + result_types + ") {\n" + host_lines + calls_;
+  text += "    \"func.return\"(" + names + ") : (" + result_types + ") -> ()\n  }\n}\n";
   return text;
 }
 
