@@ -83,9 +83,21 @@ bool has_nan_or_inf(const pjrt::BufferPtr& buffer, const hlo::Value& value, int 
   return !all_finite;
 }
 
+// XLA:CPU's emitter needs the inputs of column reductions materialized (see
+// hlo::Builder::set_materialize_column_reduction_inputs); other compilers fuse them well.
+bool on_xla_cpu() {
+  try {
+    return runtime::Runtime::get().client().platform_name() == "cpu";
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
-Program::Program(const char* op_name) : op_name_(op_name) {}
+Program::Program(const char* op_name) : op_name_(op_name) {
+  builder_.set_materialize_column_reduction_inputs(on_xla_cpu());
+}
 
 void Program::check_device(const at::Tensor& tensor) {
   int index = tensor.device().index();

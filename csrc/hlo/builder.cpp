@@ -1,5 +1,6 @@
 #include "builder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -372,8 +373,16 @@ Value Builder::reduce(const Value& x, const Value& init, Reduction kind,
   std::string body = region({scalar, scalar}, [&](Builder& r, const std::vector<Value>& a) {
     return std::vector<Value>{r.op(combine, {a[0], a[1]}, scalar)};
   });
-  return emit("reduce", {x, init}, TensorType{x.element(), kept}, "dimensions = " + i64_array(dims),
-              body);
+  const bool keeps_innermost = !x.dims().empty() && kept.size() < x.dims().size() &&
+                               std::find(dims.begin(), dims.end(), x.rank() - 1) == dims.end();
+  Value input =
+      materialize_column_reduction_inputs_ && keeps_innermost ? optimization_barrier(x) : x;
+  return emit("reduce", {input, init}, TensorType{x.element(), kept},
+              "dimensions = " + i64_array(dims), body);
+}
+
+Value Builder::optimization_barrier(const Value& x) {
+  return emit("optimization_barrier", {x}, x.type);
 }
 
 Value Builder::gather_1d(const Value& operand, const Value& indices) {

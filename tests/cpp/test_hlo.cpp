@@ -108,6 +108,29 @@ TEST(Builder, ReduceTransposeBroadcastSlice) {
   EXPECT_EQ(values, (std::vector<float>{5, 5, 9, 9}));
 }
 
+// On XLA:CPU, column reductions read a materialized input (see the setter's comment);
+// row reductions and full reductions stay fusible, and the values do not change.
+TEST(Builder, ColumnReductionInputsCanBeMaterialized) {
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (bool materialize : {false, true}) {
+    Builder b;
+    b.set_materialize_column_reduction_inputs(materialize);
+    Value x = b.binary("multiply", b.parameter(f32({2, 3})), b.parameter(f32({2, 3})));
+    Value zero = b.constant(0, ElementType::F32);
+    Value columns = b.reduce(x, zero, Reduction::Add, {0});  // [3]: keeps the innermost dim
+    Value rows = b.reduce(x, zero, Reduction::Add, {1});     // [2]
+    Value all = b.reduce(x, zero, Reduction::Add, {0, 1});   // []
+    Value out = b.concatenate({columns, rows, b.reshape(all, {1})}, 0);
+    EXPECT_EQ(count(b.module_text({out}), "stablehlo.optimization_barrier"), materialize ? 1u : 0u);
+    auto values = run(b, out, {{{1, 2, 3, 4, 5, 6}, {2, 3}}, {{1, 1, 1, 2, 2, 2}, {2, 3}}});
+    EXPECT_EQ(values, (std::vector<float>{9, 12, 15, 6, 30, 36}));
+  }
+}
+
 TEST(Builder, GatherAndScatterOneDimensional) {
   Builder b;
   Value x = b.parameter(f32({5}));
