@@ -83,8 +83,8 @@ bool has_nan_or_inf(const pjrt::BufferPtr& buffer, const hlo::Value& value, int 
   return !all_finite;
 }
 
-// XLA:CPU's emitter needs the inputs of column reductions materialized (see
-// hlo::Builder::set_materialize_column_reduction_inputs); other compilers fuse them well.
+// Lowerings for the CPU plugin work around XLA:CPU's code generator (see
+// hlo::Builder::set_for_xla_cpu); TPU and GPU compilers need none of it.
 bool on_xla_cpu() {
   try {
     return runtime::Runtime::get().client().platform_name() == "cpu";
@@ -96,7 +96,7 @@ bool on_xla_cpu() {
 }  // namespace
 
 Program::Program(const char* op_name) : op_name_(op_name) {
-  builder_.set_materialize_column_reduction_inputs(on_xla_cpu());
+  builder_.set_for_xla_cpu(on_xla_cpu());
 }
 
 void Program::check_device(const at::Tensor& tensor) {

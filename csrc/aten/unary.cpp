@@ -10,6 +10,7 @@
 #include "aten/dtype.h"
 #include "aten/ops.h"
 #include "aten/program.h"
+#include "hlo/trig.h"
 
 namespace tpu::aten {
 
@@ -80,8 +81,8 @@ Value log10(Builder& b, const Value& x) {
 Value sqrt(Builder& b, const Value& x) { return b.unary("sqrt", x); }
 Value rsqrt(Builder& b, const Value& x) { return b.unary("rsqrt", x); }
 Value reciprocal(Builder& b, const Value& x) { return b.binary("divide", splat(b, 1, x), x); }
-Value sin(Builder& b, const Value& x) { return b.unary("sine", x); }
-Value cos(Builder& b, const Value& x) { return b.unary("cosine", x); }
+Value sin(Builder& b, const Value& x) { return hlo::sine(b, x); }
+Value cos(Builder& b, const Value& x) { return hlo::cosine(b, x); }
 Value tan(Builder& b, const Value& x) { return b.unary("tan", x); }
 Value tanh(Builder& b, const Value& x) { return b.unary("tanh", x); }
 Value sigmoid(Builder& b, const Value& x) { return b.unary("logistic", x); }

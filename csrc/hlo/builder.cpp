@@ -375,10 +375,47 @@ Value Builder::reduce(const Value& x, const Value& init, Reduction kind,
   });
   const bool keeps_innermost = !x.dims().empty() && kept.size() < x.dims().size() &&
                                std::find(dims.begin(), dims.end(), x.rank() - 1) == dims.end();
-  Value input =
-      materialize_column_reduction_inputs_ && keeps_innermost ? optimization_barrier(x) : x;
+  Value input = for_xla_cpu_ && keeps_innermost ? optimization_barrier(x) : x;
   return emit("reduce", {input, init}, TensorType{x.element(), kept},
               "dimensions = " + i64_array(dims), body);
+}
+
+std::string Builder::branch(const std::vector<TensorType>& results, const BranchBody& body) {
+  // The branch continues this builder's numbering, so it can name this function's values
+  // (stablehlo.if regions capture them) and its own names stay unique.
+  Builder nested;
+  nested.prefix_ = prefix_;
+  nested.in_region_ = in_region_;
+  nested.next_id_ = next_id_;
+  nested.next_region_ = next_region_;
+  nested.for_xla_cpu_ = for_xla_cpu_;
+  std::vector<Value> yielded = body(nested);
+  next_id_ = nested.next_id_;
+  next_region_ = nested.next_region_;
+  if (yielded.size() != results.size()) {
+    throw std::invalid_argument("stablehlo.if: a branch returns " + std::to_string(yielded.size()) +
+                                " values, expected " + std::to_string(results.size()));
+  }
+  std::string text = "{\n" + nested.body_ + "    \"stablehlo.return\"(";
+  std::string types;
+  for (size_t i = 0; i < yielded.size(); ++i) {
+    if (!(yielded[i].type == results[i])) {
+      throw std::invalid_argument("stablehlo.if: a branch returns " + yielded[i].type.str() +
+                                  " where " + results[i].str() + " is expected");
+    }
+    text += (i ? ", " : "") + name(yielded[i]);
+    types += (i ? ", " : "") + yielded[i].type.str();
+  }
+  return text + ") : (" + types + ") -> ()\n  }";
+}
+
+std::vector<Value> Builder::if_else(const Value& pred, const std::vector<TensorType>& results,
+                                    const BranchBody& on_true, const BranchBody& on_false) {
+  if (!(pred.type == TensorType{ElementType::Pred, {}})) {
+    throw std::invalid_argument("stablehlo.if needs a scalar i1 predicate, got " + pred.type.str());
+  }
+  std::string regions = "(" + branch(results, on_true) + ", " + branch(results, on_false) + ")";
+  return op_multi("if", {pred}, results, "", regions);
 }
 
 Value Builder::optimization_barrier(const Value& x) {

@@ -65,14 +65,21 @@ class Builder {
   Value reduce(const Value& x, const Value& init, Reduction kind, const std::vector<int64_t>& dims);
   // x, computed in full before any op reads it: XLA fuses no producer of x into x's users.
   Value optimization_barrier(const Value& x);
-  // XLA:CPU fuses a reduction that keeps the innermost dimension (a column reduction, such as a
-  // bias gradient's sum over rows) with the ops producing its input, and emits that fusion as a
-  // loop over the outputs that gathers every column element by element, several times slower
-  // than reducing a stored array (a quarter of the GPT training step's device time). When set,
-  // reduce() reads the input of such reductions through an optimization barrier.
-  void set_materialize_column_reduction_inputs(bool on) {
-    materialize_column_reduction_inputs_ = on;
-  }
+  // Lowerings for XLA:CPU work around two weaknesses of its code generator when this is set:
+  // - it fuses a reduction that keeps the innermost dimension (a column reduction, such as a
+  //   bias gradient's sum over rows) with the ops producing its input, and emits the fusion as a
+  //   loop over the outputs that gathers every column element by element, several times slower
+  //   than reducing a stored array (a quarter of the GPT training step's device time), so
+  //   reduce() then reads the input of such reductions through an optimization barrier;
+  // - it calls libm's scalar sinf/cosf per element; see trig.h.
+  void set_for_xla_cpu(bool on) { for_xla_cpu_ = on; }
+  bool for_xla_cpu() const { return for_xla_cpu_; }
+
+  // stablehlo.if: runs on_true or on_false as the scalar `pred` (i1) says. Each body may use
+  // this function's values and returns values of the `results` types.
+  using BranchBody = std::function<std::vector<Value>(Builder&)>;
+  std::vector<Value> if_else(const Value& pred, const std::vector<TensorType>& results,
+                             const BranchBody& on_true, const BranchBody& on_false);
   // result[i...] = operand[indices[i...]] for a 1-D operand and integer indices of any shape.
   Value gather_1d(const Value& operand, const Value& indices);
   // operand with operand[indices[i...]] = updates[i...] (1-D operand, same-shape indices/updates).
@@ -110,6 +117,8 @@ class Builder {
     return this->op(op, operands, result, attributes, region);
   }
   std::string name(const Value& v) const;
+  // "{ ops; stablehlo.return }" of a branch that shares this builder's names.
+  std::string branch(const std::vector<TensorType>& results, const BranchBody& body);
   // "\"stablehlo.<name>\"(operands) <region> {<attributes>} : (operand types)".
   std::string op_text(const std::string& op_name, const std::vector<Value>& operands,
                       const std::string& attributes, const std::string& region) const;
@@ -121,7 +130,7 @@ class Builder {
   std::string prefix_;      // SSA name prefix: "" for @main, unique per region
   bool in_region_ = false;  // parameters are block arguments, not function arguments
   int next_region_ = 0;
-  bool materialize_column_reduction_inputs_ = false;
+  bool for_xla_cpu_ = false;
 };
 
 // "array<i64: 1, 2>" (or "array<i64>" when empty).

@@ -118,7 +118,7 @@ TEST(Builder, ColumnReductionInputsCanBeMaterialized) {
   };
   for (bool materialize : {false, true}) {
     Builder b;
-    b.set_materialize_column_reduction_inputs(materialize);
+    b.set_for_xla_cpu(materialize);
     Value x = b.binary("multiply", b.parameter(f32({2, 3})), b.parameter(f32({2, 3})));
     Value zero = b.constant(0, ElementType::F32);
     Value columns = b.reduce(x, zero, Reduction::Add, {0});  // [3]: keeps the innermost dim

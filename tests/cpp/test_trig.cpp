@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "hlo/builder.h"
+#include "hlo/trig.h"
+#include "plugin_path.h"
+
+namespace tpu::hlo {
+namespace {
+
+using tpu::testing::shared_client;
+
+// sin or cos of `inputs` (a 1-D float32 tensor) as lowered for XLA:CPU, and the module's text.
+std::vector<float> run_trig(const std::vector<float>& inputs, bool cosine, std::string* text) {
+  Builder b;
+  b.set_for_xla_cpu(true);
+  Value x = b.parameter(TensorType{ElementType::F32, {static_cast<int64_t>(inputs.size())}});
+  Value y = cosine ? hlo::cosine(b, x) : hlo::sine(b, x);
+  *text = b.module_text({y});
+  auto executable = shared_client().compile(*text);
+  auto argument = shared_client().buffer_from_host(inputs.data(), PJRT_Buffer_Type_F32,
+                                                   {static_cast<int64_t>(inputs.size())}, 0);
+  auto outputs = executable->execute({argument->get()}, shared_client().device(0));
+  std::vector<float> out(inputs.size());
+  outputs.at(0)->to_host(out.data(), out.size() * sizeof(float));
+  return out;
+}
+
+bool has(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
+
+// Within 2 units in the last place of the exact value, or 2^-23 of it where the exact value is
+// near a zero (the range reduction's absolute error; PyTorch's float32 tolerance is 1e-5).
+void expect_close(float x, float got, double exact) {
+  const double ulp =
+      std::nextafter(static_cast<float>(std::fabs(exact)), std::numeric_limits<float>::infinity()) -
+      static_cast<float>(std::fabs(exact));
+  EXPECT_LE(std::fabs(got - exact), std::max(2 * ulp, 0x1p-23)) << "x = " << x;
+}
+
+TEST(Trig, PolynomialMatchesLibmOnFloat32Tensors) {
+  std::vector<float> inputs;
+  for (int i = 0; i < 20000; ++i) inputs.push_back(-kCosineExactBelow + i * 1.8837f);
+  for (int i = -400; i <= 400; ++i) inputs.push_back(i * static_cast<float>(M_PI / 4));  // octants
+  for (int i = 0; i < 200; ++i) inputs.push_back(std::ldexp(1.0f, -i / 4));  // down to tiny values
+  for (bool cosine : {false, true}) {
+    std::string text;
+    std::vector<float> out = run_trig(inputs, cosine, &text);
+    EXPECT_TRUE(has(text, "stablehlo.if")) << "a large float32 tensor takes the polynomial";
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      expect_close(inputs[i], out[i],
+                   cosine ? std::cos(double{inputs[i]}) : std::sin(double{inputs[i]}));
+    }
+  }
+}
+
+TEST(Trig, SpecialValuesAndHugeInputs) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = {0.0f, -0.0f, inf, -inf, std::nanf("")};
+  special.resize(kVectorTrigMinElements, 1.0f);
+  std::string text;
+  std::vector<float> out = run_trig(special, false, &text);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_FALSE(std::signbit(out[0]));
+  EXPECT_TRUE(std::signbit(out[1])) << "sin(-0) is -0";
+  EXPECT_TRUE(std::isnan(out[2]) && std::isnan(out[3]) && std::isnan(out[4]));
+
+  // One value past the polynomial's range sends the whole tensor through stablehlo.sine.
+  std::vector<float> huge(kVectorTrigMinElements, 0.5f);
+  huge[7] = 1e30f;
+  huge[8] = -123456.789f;
+  for (bool cosine : {false, true}) {
+    out = run_trig(huge, cosine, &text);
+    for (size_t i = 0; i < huge.size(); ++i) {
+      expect_close(huge[i], out[i], cosine ? std::cos(double{huge[i]}) : std::sin(double{huge[i]}));
+    }
+  }
+}
+
+TEST(Trig, SmallTensorsAndOtherTargetsUseStablehloSine) {
+  for (bool for_cpu : {false, true}) {
+    Builder b;
+    b.set_for_xla_cpu(for_cpu);
+    const int64_t n = for_cpu ? kVectorTrigMinElements - 1 : kVectorTrigMinElements;
+    Value y = hlo::sine(b, b.parameter(TensorType{ElementType::F32, {n}}));
+    std::string text = b.module_text({y});
+    EXPECT_TRUE(has(text, "stablehlo.sine"));
+    EXPECT_FALSE(has(text, "stablehlo.if"));
+  }
+}
+
+}  // namespace
+}  // namespace tpu::hlo
