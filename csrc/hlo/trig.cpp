@@ -70,8 +70,11 @@ Value sine_or_cosine(Builder& b, const Value& x, bool cosine) {
   Value largest = b.reduce(b.unary("abs", x), b.constant(0, ElementType::F32), Reduction::Max, all);
   Value beyond = b.compare(Compare::GE, largest,
                            b.constant(cosine ? kCosineExactBelow : kSineExactBelow, x.element()));
+  // XLA turns a conditional whose branches hold only elementwise ops into a select that computes
+  // both; the barrier (not elementwise) keeps libm's branch from running on every input.
   return b.if_else(
-      beyond, {x.type}, [&](Builder& t) { return std::vector<Value>{t.unary(exact, x)}; },
+      beyond, {x.type},
+      [&](Builder& t) { return std::vector<Value>{t.optimization_barrier(t.unary(exact, x))}; },
       [&](Builder& f) { return std::vector<Value>{polynomial(f, x, cosine)}; })[0];
 }
 
