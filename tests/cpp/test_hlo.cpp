@@ -87,6 +87,33 @@ TEST(Builder, TypeMismatchIsRejectedBeforeThePlugin) {
   EXPECT_THROW(b.reshape(x, {3}), std::invalid_argument);
 }
 
+// Each branch names values of the enclosing function; only the chosen one runs.
+TEST(Builder, IfElseRunsTheChosenBranch) {
+  for (float sign : {1.0f, -1.0f}) {
+    Builder b;
+    Value x = b.parameter(f32({3}));
+    Value first = b.reshape(b.slice(x, {0}, {1}, {1}), {});
+    Value positive = b.compare(Compare::GT, first, b.constant(0, ElementType::F32));
+    Value y = b.if_else(
+        positive, {x.type}, [&](Builder& t) { return std::vector<Value>{t.binary("add", x, x)}; },
+        [&](Builder& f) { return std::vector<Value>{f.unary("negate", x)}; })[0];
+    auto values = run(b, y, {{{sign * 1, 2, 3}, {3}}});
+    EXPECT_EQ(values, sign > 0 ? (std::vector<float>{2, 4, 6}) : (std::vector<float>{1, -2, -3}));
+  }
+}
+
+TEST(Builder, IfElseChecksItsPredicateAndBranchTypes) {
+  Builder b;
+  Value x = b.parameter(f32({2}));
+  Value pred =
+      b.compare(Compare::GT, b.constant(1, ElementType::F32), b.constant(0, ElementType::F32));
+  auto same = [&](Builder&) { return std::vector<Value>{x}; };
+  auto other = [&](Builder& r) { return std::vector<Value>{r.reshape(x, {2, 1})}; };
+  EXPECT_THROW(b.if_else(x, {x.type}, same, same), std::invalid_argument);  // not a scalar i1
+  EXPECT_THROW(b.if_else(pred, {x.type}, same, other), std::invalid_argument);
+  EXPECT_THROW(b.if_else(pred, {x.type, x.type}, same, same), std::invalid_argument);
+}
+
 TEST(Builder, DotGeneralMatmul) {
   Builder b;
   Value x = b.parameter(f32({2, 3}));
