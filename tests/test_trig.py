@@ -19,7 +19,7 @@ def inputs(dtype, extra=()):
     x = torch.cat(
         [
             torch.randn(LARGE) * 3,
-            torch.linspace(-20000, 20000, LARGE),
+            torch.linspace(-18000, 18000, LARGE),  # within both polynomials' ranges
             torch.arange(-64, 65) * (torch.pi / 4),  # octant boundaries
             torch.tensor([0.0, -0.0, 1e-30, -1e-30, float("nan")]),
             torch.tensor(list(extra), dtype=torch.float32),

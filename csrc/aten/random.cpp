@@ -10,6 +10,7 @@
 #include "aten/generator.h"
 #include "aten/ops.h"
 #include "aten/program.h"
+#include "hlo/trig.h"
 
 namespace tpu::aten {
 
@@ -84,7 +85,7 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std,
       b.unary("sqrt", b.binary("multiply", splat(b, -2, work, dims),
                                b.unary("log", b.binary("subtract", splat(b, 1, work, dims), u1))));
   Value angle = b.binary("multiply", u2, splat(b, 2 * M_PI, work, dims));
-  Value z = b.binary("multiply", radius, b.unary("cosine", angle));
+  Value z = b.binary("multiply", radius, hlo::cosine_in_range(b, angle));
   c10::ScalarType scalar = scalar_type(work);
   Value scaled = b.binary("multiply", z, b.broadcast_to(p.scalar(std, scalar), dims));
   p.write(self, b.binary("add", scaled, b.broadcast_to(p.scalar(mean, scalar), dims)));

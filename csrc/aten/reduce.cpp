@@ -139,10 +139,12 @@ std::pair<Value, Value> arg_extreme(Builder& b, const Value& x, int64_t dim, boo
       });
   std::vector<int64_t> kept = x.dims();
   kept.erase(kept.begin() + dim);
-  std::vector<Value> result = b.op_multi(
-      "reduce", {x, index, extreme(b, x.element(), !max), extreme(b, index_type, /*upper=*/true)},
-      {TensorType{x.element(), kept}, TensorType{index_type, kept}},
-      "dimensions = " + hlo::i64_array({dim}), body);
+  std::vector<Value> result =
+      b.op_multi("reduce",
+                 {b.reduction_input(x, {dim}), index, extreme(b, x.element(), !max),
+                  extreme(b, index_type, /*upper=*/true)},
+                 {TensorType{x.element(), kept}, TensorType{index_type, kept}},
+                 "dimensions = " + hlo::i64_array({dim}), body);
   return {result[0], result[1]};
 }
 

@@ -153,6 +153,7 @@ std::string Builder::region(const std::vector<TensorType>& argument_types, const
   Builder nested;
   nested.prefix_ = prefix_ + "r" + std::to_string(next_region_++) + "_";
   nested.in_region_ = true;
+  nested.for_xla_cpu_ = for_xla_cpu_;
   std::vector<Value> arguments;
   for (const TensorType& type : argument_types) arguments.push_back(nested.parameter(type));
   std::vector<Value> yielded = body(nested, arguments);
@@ -373,11 +374,16 @@ Value Builder::reduce(const Value& x, const Value& init, Reduction kind,
   std::string body = region({scalar, scalar}, [&](Builder& r, const std::vector<Value>& a) {
     return std::vector<Value>{r.op(combine, {a[0], a[1]}, scalar)};
   });
-  const bool keeps_innermost = !x.dims().empty() && kept.size() < x.dims().size() &&
-                               std::find(dims.begin(), dims.end(), x.rank() - 1) == dims.end();
-  Value input = for_xla_cpu_ && keeps_innermost ? optimization_barrier(x) : x;
-  return emit("reduce", {input, init}, TensorType{x.element(), kept},
+  return emit("reduce", {reduction_input(x, dims), init}, TensorType{x.element(), kept},
               "dimensions = " + i64_array(dims), body);
+}
+
+Value Builder::reduction_input(const Value& x, const std::vector<int64_t>& dims) {
+  if (!for_xla_cpu_ || dims.empty()) return x;
+  int64_t reduced_elements = 1;
+  for (int64_t d : dims) reduced_elements *= x.dims()[d];
+  const bool keeps_innermost = std::find(dims.begin(), dims.end(), x.rank() - 1) == dims.end();
+  return keeps_innermost && reduced_elements > 1 ? optimization_barrier(x) : x;
 }
 
 std::string Builder::branch(const std::vector<TensorType>& results, const BranchBody& body) {
@@ -411,6 +417,7 @@ std::string Builder::branch(const std::vector<TensorType>& results, const Branch
 
 std::vector<Value> Builder::if_else(const Value& pred, const std::vector<TensorType>& results,
                                     const BranchBody& on_true, const BranchBody& on_false) {
+  if (results.empty()) throw std::invalid_argument("stablehlo.if needs at least one result");
   if (!(pred.type == TensorType{ElementType::Pred, {}})) {
     throw std::invalid_argument("stablehlo.if needs a scalar i1 predicate, got " + pred.type.str());
   }

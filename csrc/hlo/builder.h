@@ -75,8 +75,13 @@ class Builder {
   void set_for_xla_cpu(bool on) { for_xla_cpu_ = on; }
   bool for_xla_cpu() const { return for_xla_cpu_; }
 
+  // x, or x through an optimization barrier where set_for_xla_cpu asks for one: the operand
+  // to give a reduction over `dims` (reduce() does; variadic reduces built with op_multi should).
+  Value reduction_input(const Value& x, const std::vector<int64_t>& dims);
+
   // stablehlo.if: runs on_true or on_false as the scalar `pred` (i1) says. Each body may use
-  // this function's values and returns values of the `results` types.
+  // this function's values and returns values of the `results` types (at least one); values
+  // made inside a body are not visible after the if, and a body must not add parameters.
   using BranchBody = std::function<std::vector<Value>(Builder&)>;
   std::vector<Value> if_else(const Value& pred, const std::vector<TensorType>& results,
                              const BranchBody& on_true, const BranchBody& on_false);

@@ -25,8 +25,8 @@ Value horner(Builder& b, const Value& x, const std::vector<double>& coefficients
 Value polynomial(Builder& b, const Value& x, bool cosine) {
   const TensorType ints{ElementType::S32, x.dims()};
   Value ax = b.unary("abs", x);
-  // k = the nearest multiple of pi/2; r = ax - k * pi/2 in [-pi/4, pi/4], with pi/2 split
-  // into parts whose products with k stay exact in float32.
+  // k = the integer nearest to |x| / (pi/2); r = |x| - k pi/2 in about [-pi/4, pi/4], with pi/2
+  // split into four parts so that the leading products with k are exact in float32.
   Value k = b.unary("round_nearest_even", mul(b, ax, splat(b, 0.636619746685028076171875, x)));
   Value r = ax;
   for (double part : {-1.5703125, -0.000483989715576171875, 1.62865035235881805419921875e-07,
@@ -44,13 +44,13 @@ Value polynomial(Builder& b, const Value& x, bool cosine) {
        -0.1666666203982298255503735617821803316474});
   sin_r = add(b, mul(b, mul(b, sin_r, r2), r), r);
 
-  // The octant k mod 4 picks the polynomial and the sign: sin(r + k pi/2) is sin r, cos r,
+  // The quadrant k mod 4 picks the polynomial and the sign: sin(r + k pi/2) is sin r, cos r,
   // -sin r, -cos r for k = 0, 1, 2, 3; cos(r + k pi/2) is sin(r + (k + 1) pi/2).
-  Value octant = b.convert(k, ElementType::S32);
-  if (cosine) octant = add(b, octant, splat(b, 1, octant));
-  Value zero = splat(b, 0, octant);
-  Value odd = b.compare(Compare::NE, b.binary("and", octant, splat(b, 1, octant)), zero);
-  Value negative = b.compare(Compare::NE, b.binary("and", octant, splat(b, 2, octant)), zero);
+  Value quadrant = b.convert(k, ElementType::S32);
+  if (cosine) quadrant = add(b, quadrant, splat(b, 1, quadrant));
+  Value zero = splat(b, 0, quadrant);
+  Value odd = b.compare(Compare::NE, b.binary("and", quadrant, splat(b, 1, quadrant)), zero);
+  Value negative = b.compare(Compare::NE, b.binary("and", quadrant, splat(b, 2, quadrant)), zero);
   if (!cosine) {  // sin(-x) = -sin(x), -0 included: the sign bit of x flips the result
     Value sign_bit = b.compare(Compare::LT, b.bitcast_convert(x, ints), zero);
     negative = b.binary("xor", negative, sign_bit);
@@ -65,11 +65,14 @@ Value sine_or_cosine(Builder& b, const Value& x, bool cosine) {
       x.type.num_elements() < kVectorTrigMinElements) {
     return b.unary(exact, x);
   }
+  // Whether any |x| (infinities included) is past the polynomial's range. NaN compares false
+  // and stays NaN through the polynomial, so the decision never depends on how maximum
+  // treats NaN.
   std::vector<int64_t> all(x.rank());
   for (int64_t d = 0; d < x.rank(); ++d) all[d] = d;
-  Value largest = b.reduce(b.unary("abs", x), b.constant(0, ElementType::F32), Reduction::Max, all);
-  Value beyond = b.compare(Compare::GE, largest,
-                           b.constant(cosine ? kCosineExactBelow : kSineExactBelow, x.element()));
+  Value bound = splat(b, cosine ? kCosineExactBelow : kSineExactBelow, x);
+  Value beyond = b.reduce(b.compare(Compare::GE, b.unary("abs", x), bound),
+                          b.constant(0, ElementType::Pred), Reduction::Or, all);
   // XLA turns a conditional whose branches hold only elementwise ops into a select that computes
   // both; the barrier (not elementwise) keeps libm's branch from running on every input.
   return b.if_else(
@@ -82,5 +85,10 @@ Value sine_or_cosine(Builder& b, const Value& x, bool cosine) {
 
 Value sine(Builder& b, const Value& x) { return sine_or_cosine(b, x, false); }
 Value cosine(Builder& b, const Value& x) { return sine_or_cosine(b, x, true); }
+
+Value cosine_in_range(Builder& b, const Value& x) {
+  return b.for_xla_cpu() && x.element() == ElementType::F32 ? polynomial(b, x, /*cosine=*/true)
+                                                            : b.unary("cosine", x);
+}
 
 }  // namespace tpu::hlo

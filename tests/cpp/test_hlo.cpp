@@ -102,6 +102,36 @@ TEST(Builder, IfElseRunsTheChosenBranch) {
   }
 }
 
+// Two ifs in one function, a reduce (with its own region) inside a branch, and an if inside a
+// reduce's region: names stay unique and captured values resolve.
+TEST(Builder, IfElseNestsWithRegions) {
+  Builder b;
+  Value x = b.parameter(f32({3}));
+  Value yes =
+      b.compare(Compare::GT, b.constant(1, ElementType::F32), b.constant(0, ElementType::F32));
+  Value total = b.if_else(
+      yes, {f32({})},
+      [&](Builder& t) {
+        return std::vector<Value>{
+            t.reduce(x, t.constant(0, ElementType::F32), Reduction::Add, {0})};
+      },
+      [&](Builder& f) { return std::vector<Value>{f.constant(-1, ElementType::F32)}; })[0];
+  std::string body = b.region({f32({}), f32({})}, [](Builder& r, const std::vector<Value>& a) {
+    Value larger = r.compare(Compare::GT, a[0], a[1]);
+    return r.if_else(
+        larger, {a[0].type}, [&](Builder&) { return std::vector<Value>{a[0]}; },
+        [&](Builder&) { return std::vector<Value>{a[1]}; });
+  });
+  Value largest = b.op("reduce", {x, b.constant(-1e30, ElementType::F32)}, f32({}),
+                       "dimensions = array<i64: 0>", body);
+  Value twice = b.if_else(
+      yes, {f32({})},
+      [&](Builder& t) { return std::vector<Value>{t.binary("add", total, largest)}; },
+      [&](Builder&) { return std::vector<Value>{total}; })[0];
+  auto values = run(b, b.reshape(twice, {1}), {{{1, 5, 3}, {3}}});
+  EXPECT_EQ(values, (std::vector<float>{14}));
+}
+
 TEST(Builder, IfElseChecksItsPredicateAndBranchTypes) {
   Builder b;
   Value x = b.parameter(f32({2}));
@@ -112,6 +142,7 @@ TEST(Builder, IfElseChecksItsPredicateAndBranchTypes) {
   EXPECT_THROW(b.if_else(x, {x.type}, same, same), std::invalid_argument);  // not a scalar i1
   EXPECT_THROW(b.if_else(pred, {x.type}, same, other), std::invalid_argument);
   EXPECT_THROW(b.if_else(pred, {x.type, x.type}, same, same), std::invalid_argument);
+  EXPECT_THROW(b.if_else(pred, {}, same, same), std::invalid_argument);
 }
 
 TEST(Builder, DotGeneralMatmul) {

@@ -42,11 +42,14 @@ void expect_close(float x, float got, double exact) {
 }
 
 TEST(Trig, PolynomialMatchesLibmOnFloat32Tensors) {
-  std::vector<float> inputs;
-  for (int i = 0; i < 20000; ++i) inputs.push_back(-kCosineExactBelow + i * 1.8837f);
-  for (int i = -400; i <= 400; ++i) inputs.push_back(i * static_cast<float>(M_PI / 4));  // octants
-  for (int i = 0; i < 200; ++i) inputs.push_back(std::ldexp(1.0f, -i / 4));  // down to tiny values
   for (bool cosine : {false, true}) {
+    // The whole range up to (not including) the bound, octant boundaries and tiny values.
+    const float bound = static_cast<float>(cosine ? kCosineExactBelow : kSineExactBelow);
+    std::vector<float> inputs;
+    for (int i = 1; i < 20000; ++i) inputs.push_back(-bound + i * (bound / 10000));
+    for (int i = -400; i <= 400; ++i) inputs.push_back(i * static_cast<float>(M_PI / 4));
+    for (int i = 0; i < 200; ++i) inputs.push_back(std::ldexp(1.0f, -i / 4));
+    for (float x : inputs) ASSERT_LT(std::fabs(x), bound) << "every input is in range";
     std::string text;
     std::vector<float> out = run_trig(inputs, cosine, &text);
     EXPECT_TRUE(has(text, "stablehlo.if")) << "a large float32 tensor takes the polynomial";
@@ -57,25 +60,39 @@ TEST(Trig, PolynomialMatchesLibmOnFloat32Tensors) {
   }
 }
 
-TEST(Trig, SpecialValuesAndHugeInputs) {
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> special = {0.0f, -0.0f, inf, -inf, std::nanf("")};
+TEST(Trig, PolynomialKeepsSignedZerosAndNaN) {
+  std::vector<float> special = {0.0f, -0.0f, std::nanf(""), 1e-30f, -1e-30f};
   special.resize(kVectorTrigMinElements, 1.0f);
   std::string text;
-  std::vector<float> out = run_trig(special, false, &text);
-  EXPECT_EQ(out[0], 0.0f);
-  EXPECT_FALSE(std::signbit(out[0]));
-  EXPECT_TRUE(std::signbit(out[1])) << "sin(-0) is -0";
-  EXPECT_TRUE(std::isnan(out[2]) && std::isnan(out[3]) && std::isnan(out[4]));
+  std::vector<float> sin = run_trig(special, false, &text);
+  EXPECT_FALSE(std::signbit(sin[0]));
+  EXPECT_TRUE(std::signbit(sin[1])) << "sin(-0) is -0";
+  EXPECT_TRUE(std::isnan(sin[2]));
+  EXPECT_EQ(sin[3], 1e-30f);
+  EXPECT_EQ(sin[4], -1e-30f);
+  std::vector<float> cos = run_trig(special, true, &text);
+  EXPECT_EQ(cos[0], 1.0f);
+  EXPECT_EQ(cos[1], 1.0f);
+  EXPECT_TRUE(std::isnan(cos[2]));
+}
 
-  // One value past the polynomial's range sends the whole tensor through stablehlo.sine.
-  std::vector<float> huge(kVectorTrigMinElements, 0.5f);
-  huge[7] = 1e30f;
-  huge[8] = -123456.789f;
+TEST(Trig, InfinitiesAndHugeInputsTakeLibm) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> inputs(kVectorTrigMinElements, 0.5f);
+  inputs[3] = inf;
+  inputs[4] = -inf;
+  inputs[5] = std::nanf("");  // NaN next to a huge value still takes libm for the huge one
+  inputs[7] = 1e30f;
+  inputs[8] = -123456.789f;
   for (bool cosine : {false, true}) {
-    out = run_trig(huge, cosine, &text);
-    for (size_t i = 0; i < huge.size(); ++i) {
-      expect_close(huge[i], out[i], cosine ? std::cos(double{huge[i]}) : std::sin(double{huge[i]}));
+    std::string text;
+    std::vector<float> out = run_trig(inputs, cosine, &text);
+    EXPECT_TRUE(std::isnan(out[3]) && std::isnan(out[4]) && std::isnan(out[5]));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (std::isfinite(inputs[i])) {
+        expect_close(inputs[i], out[i],
+                     cosine ? std::cos(double{inputs[i]}) : std::sin(double{inputs[i]}));
+      }
     }
   }
 }
