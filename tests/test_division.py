@@ -1,9 +1,12 @@
 """Rounding division on tpu against the CPU: torch.div(..., rounding_mode="floor"|"trunc")
 and floor_divide (`//`), bit for bit, including signed zeros, infinities, division by zero,
-negative integers and the half-precision kernels' rounding of each intermediate."""
+negative integers and the half-precision kernels' rounding of each intermediate; integer
+floor/trunc division, remainder and fmod by zero raise the CPU's RuntimeError in every mode."""
 
 import pytest
 import torch
+
+import torch_tpu
 
 TPU = "tpu"
 FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
@@ -124,3 +127,47 @@ def test_errors_match_cpu(fn):
         fn("cpu")
     with pytest.raises(cpu_error.type):
         fn(TPU)
+
+
+INTEGER_DIVISIONS = {
+    "floor_divide": lambda x, y: x // y,
+    "div-floor": lambda x, y: torch.div(x, y, rounding_mode="floor"),
+    "div-trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+    "remainder": lambda x, y: x % y,
+    "fmod": torch.fmod,
+    "floor_divide_": lambda x, y: x.clone().floor_divide_(y),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "defer_and_fuse"])
+@pytest.mark.parametrize("op", INTEGER_DIVISIONS.values(), ids=INTEGER_DIVISIONS.keys())
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_integer_division_by_zero_raises_as_on_cpu(op, dtype, mode):
+    x = torch.tensor([7, 8, 9], dtype=dtype)
+    divisors = [
+        torch.tensor([1, 0, 2], dtype=dtype),  # a tensor with one zero
+        torch.tensor(0, dtype=dtype),  # a 0-d tensor, on tpu and on the CPU
+        0,  # a Python number
+    ]
+    for y in divisors:
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            op(x, y)
+        on_tpu = [y] if not isinstance(y, torch.Tensor) else [y.to(TPU)] + [y] * (y.dim() == 0)
+        for y_tpu in on_tpu:
+            with torch_tpu.eager_mode(mode):
+                with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                    op(x.to(TPU), y_tpu).cpu()  # raised at the op, or when the graph runs
+    # nonzero divisors and empty results do not raise; float division by zero is inf/NaN
+    with torch_tpu.eager_mode(mode):
+        assert_bitwise_equal(
+            op(x.to(TPU), torch.tensor([2, 3, 4], dtype=dtype, device=TPU)),
+            op(x, torch.tensor([2, 3, 4], dtype=dtype)),
+        )
+        empty = torch.empty(0, dtype=dtype)
+        assert_bitwise_equal(
+            op(empty.to(TPU), torch.zeros(0, dtype=dtype, device=TPU)),
+            op(empty, torch.zeros(0, dtype=dtype)),
+        )
+        if dtype != torch.uint8:
+            xf = x.float()
+            assert_bitwise_equal(op(xf.to(TPU), torch.zeros(3, device=TPU)), op(xf, torch.zeros(3)))

@@ -135,10 +135,40 @@ const at::Tensor& device_tensor(const BinaryOperand& self, const BinaryOperand& 
   return other.tensor != nullptr && !other.tensor->is_cpu() ? *other.tensor : *self.tensor;
 }
 
+bool is_division(BinaryLowering lowering);  // floor/trunc division, fmod, remainder
+
+// Integer division by zero raises on the CPU (RuntimeError "ZeroDivisionError"); XLA returns a
+// value instead. A scalar divisor is checked here; a tpu tensor by a small program whose
+// result check_later() reads (at once, or when a deferred graph runs).
+void check_integer_divisor(const BinaryOperand& divisor, c10::ScalarType compute) {
+  if (divisor.scalar != nullptr) {
+    TORCH_CHECK(divisor.scalar->toLong() != 0, "ZeroDivisionError");
+    return;
+  }
+  const at::Tensor& tensor = *divisor.tensor;
+  if (tensor.is_cpu()) {  // a wrapped number or 0-d CPU tensor; others fail the device check
+    TORCH_CHECK(tensor.numel() != 1 || tensor.item().toLong() != 0, "ZeroDivisionError");
+    return;
+  }
+  at::Tensor any_zero = at::empty({}, tensor.options().dtype(c10::kBool));
+  Program p("tpu::integer_divisor_check");
+  auto& b = p.b();
+  Value y = b.reshape(p.read(tensor, compute), {tensor.numel()});
+  Value zero = b.compare(hlo::Compare::EQ, y, zeros_like(b, y));
+  p.write(any_zero, b.reduce(zero, b.constant(0, hlo::ElementType::Pred), hlo::Reduction::Or, {0}));
+  p.run();
+  check_later(any_zero,
+              [](const at::Tensor& host) { TORCH_CHECK(!host.item<bool>(), "ZeroDivisionError"); });
+}
+
 void run(const char* name, BinaryLowering lowering, c10::ScalarType compute,
          const BinaryOperand& self, const BinaryOperand& other, const at::Tensor& out) {
   for (const BinaryOperand* operand : {&self, &other}) {
     if (operand->tensor != nullptr) at::assert_no_partial_overlap(out, *operand->tensor);
+  }
+  if (out.numel() > 0 && c10::isIntegralType(compute, /*includeBool=*/true) &&
+      is_division(lowering)) {
+    check_integer_divisor(other, compute);
   }
   std::vector<int64_t> shape = out.sizes().vec();
   if (lowering != &binary::eq && lowering != &binary::ne && lowering != &binary::lt &&
@@ -250,6 +280,11 @@ BinaryLowering trunc_lowering(c10::ScalarType type) {
     case c10::kHalf: return &div_trunc<&to_half<hlo::ElementType::F16>>;
     default: return &div_trunc<&exact>;
   }
+}
+
+bool is_division(BinaryLowering lowering) {
+  return lowering == &binary::fmod || lowering == &binary::remainder ||
+         lowering == &div_floor<&exact> || lowering == &div_trunc<&exact>;
 }
 
 // The lowering for a rounding mode, or nullptr for true division (rounding_mode=None).
