@@ -1,4 +1,4 @@
-"""sin and cos of large tensors, which on the CPU plugin take torch_tpu's vectorized
+"""sin, cos and tan of large tensors, which on the CPU plugin take torch_tpu's vectorized
 polynomial (csrc/hlo/trig.h) instead of XLA:CPU's per-element libm calls: the values,
 signed zeros and NaN (polynomial), infinities and inputs beyond the polynomial's range
 (libm) match the CPU in every float dtype and eager mode, and so do the gradients."""
@@ -30,7 +30,7 @@ def inputs(dtype, extra=()):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
-@pytest.mark.parametrize("op", [torch.sin, torch.cos])
+@pytest.mark.parametrize("op", [torch.sin, torch.cos, torch.tan])
 def test_large_tensors_match_cpu(op, dtype, mode):
     x = inputs(dtype)
     with torch_tpu.eager_mode(mode):
@@ -42,7 +42,7 @@ def test_large_tensors_match_cpu(op, dtype, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("op", [torch.sin, torch.cos])
+@pytest.mark.parametrize("op", [torch.sin, torch.cos, torch.tan])
 def test_values_beyond_the_polynomial_range_take_the_exact_path(op, mode):
     x = inputs(torch.float32, extra=[float("inf"), -float("inf"), 1e30, -3e5, 123456.78, 2.6e4])
     with torch_tpu.eager_mode(mode):

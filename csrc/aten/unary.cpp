@@ -83,7 +83,7 @@ Value rsqrt(Builder& b, const Value& x) { return b.unary("rsqrt", x); }
 Value reciprocal(Builder& b, const Value& x) { return b.binary("divide", splat(b, 1, x), x); }
 Value sin(Builder& b, const Value& x) { return hlo::sine(b, x); }
 Value cos(Builder& b, const Value& x) { return hlo::cosine(b, x); }
-Value tan(Builder& b, const Value& x) { return b.unary("tan", x); }
+Value tan(Builder& b, const Value& x) { return hlo::tangent(b, x); }
 Value tanh(Builder& b, const Value& x) { return b.unary("tanh", x); }
 Value sigmoid(Builder& b, const Value& x) { return b.unary("logistic", x); }
 Value atan(Builder& b, const Value& x) { return b.binary("atan2", x, splat(b, 1, x)); }

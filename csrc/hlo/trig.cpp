@@ -21,8 +21,11 @@ Value horner(Builder& b, const Value& x, const std::vector<double>& coefficients
   return y;
 }
 
-// sin or cos of a float32 x with |x| below the exact bound (larger values lose accuracy).
-Value polynomial(Builder& b, const Value& x, bool cosine) {
+enum class Function { Sine, Cosine, Tangent };
+
+// sin, cos or tan of a float32 x with |x| below the exact bound (larger values lose accuracy).
+Value polynomial(Builder& b, const Value& x, Function function) {
+  const bool cosine = function == Function::Cosine;
   const TensorType ints{ElementType::S32, x.dims()};
   Value ax = b.unary("abs", x);
   // k = the integer nearest to |x| / (pi/2); r = |x| - k pi/2 in about [-pi/4, pi/4], with pi/2
@@ -46,21 +49,29 @@ Value polynomial(Builder& b, const Value& x, bool cosine) {
 
   // The quadrant k mod 4 picks the polynomial and the sign: sin(r + k pi/2) is sin r, cos r,
   // -sin r, -cos r for k = 0, 1, 2, 3; cos(r + k pi/2) is sin(r + (k + 1) pi/2).
+  // tan(r + k pi/2) is tan r for even k and -1 / tan r for odd k.
   Value quadrant = b.convert(k, ElementType::S32);
   if (cosine) quadrant = add(b, quadrant, splat(b, 1, quadrant));
   Value zero = splat(b, 0, quadrant);
   Value odd = b.compare(Compare::NE, b.binary("and", quadrant, splat(b, 1, quadrant)), zero);
-  Value negative = b.compare(Compare::NE, b.binary("and", quadrant, splat(b, 2, quadrant)), zero);
-  if (!cosine) {  // sin(-x) = -sin(x), -0 included: the sign bit of x flips the result
+  Value negative =
+      function == Function::Tangent
+          ? odd
+          : b.compare(Compare::NE, b.binary("and", quadrant, splat(b, 2, quadrant)), zero);
+  if (!cosine) {  // sin and tan are odd functions, -0 included: x's sign bit flips the result
     Value sign_bit = b.compare(Compare::LT, b.bitcast_convert(x, ints), zero);
     negative = b.binary("xor", negative, sign_bit);
   }
-  Value value = b.select(odd, cos_r, sin_r);
+  Value value = function == Function::Tangent ? b.select(odd, b.binary("divide", cos_r, sin_r),
+                                                         b.binary("divide", sin_r, cos_r))
+                                              : b.select(odd, cos_r, sin_r);
   return b.select(negative, b.unary("negate", value), value);
 }
 
-Value sine_or_cosine(Builder& b, const Value& x, bool cosine) {
-  const char* exact = cosine ? "cosine" : "sine";
+Value guarded(Builder& b, const Value& x, Function function) {
+  const char* exact = function == Function::Sine     ? "sine"
+                      : function == Function::Cosine ? "cosine"
+                                                     : "tan";
   if (!b.for_xla_cpu() || x.element() != ElementType::F32 ||
       x.type.num_elements() < kVectorTrigMinElements) {
     return b.unary(exact, x);
@@ -70,7 +81,7 @@ Value sine_or_cosine(Builder& b, const Value& x, bool cosine) {
   // treats NaN.
   std::vector<int64_t> all(x.rank());
   for (int64_t d = 0; d < x.rank(); ++d) all[d] = d;
-  Value bound = splat(b, cosine ? kCosineExactBelow : kSineExactBelow, x);
+  Value bound = splat(b, function == Function::Sine ? kSineExactBelow : kCosineExactBelow, x);
   Value beyond = b.reduce(b.compare(Compare::GE, b.unary("abs", x), bound),
                           b.constant(0, ElementType::Pred), Reduction::Or, all);
   // XLA turns a conditional whose branches hold only elementwise ops into a select that computes
@@ -78,16 +89,17 @@ Value sine_or_cosine(Builder& b, const Value& x, bool cosine) {
   return b.if_else(
       beyond, {x.type},
       [&](Builder& t) { return std::vector<Value>{t.optimization_barrier(t.unary(exact, x))}; },
-      [&](Builder& f) { return std::vector<Value>{polynomial(f, x, cosine)}; })[0];
+      [&](Builder& f) { return std::vector<Value>{polynomial(f, x, function)}; })[0];
 }
 
 }  // namespace
 
-Value sine(Builder& b, const Value& x) { return sine_or_cosine(b, x, false); }
-Value cosine(Builder& b, const Value& x) { return sine_or_cosine(b, x, true); }
+Value sine(Builder& b, const Value& x) { return guarded(b, x, Function::Sine); }
+Value cosine(Builder& b, const Value& x) { return guarded(b, x, Function::Cosine); }
+Value tangent(Builder& b, const Value& x) { return guarded(b, x, Function::Tangent); }
 
 Value cosine_in_range(Builder& b, const Value& x) {
-  return b.for_xla_cpu() && x.element() == ElementType::F32 ? polynomial(b, x, /*cosine=*/true)
+  return b.for_xla_cpu() && x.element() == ElementType::F32 ? polynomial(b, x, Function::Cosine)
                                                             : b.unary("cosine", x);
 }
 

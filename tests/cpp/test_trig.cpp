@@ -14,12 +14,14 @@ namespace {
 
 using tpu::testing::shared_client;
 
-// sin or cos of `inputs` (a 1-D float32 tensor) as lowered for XLA:CPU, and the module's text.
-std::vector<float> run_trig(const std::vector<float>& inputs, bool cosine, std::string* text) {
+// sin, cos or tan of `inputs` (a 1-D float32 tensor) as lowered for XLA:CPU, and the module's
+// text.
+std::vector<float> run_trig(const std::vector<float>& inputs, bool cosine, std::string* text,
+                            bool tangent = false) {
   Builder b;
   b.set_for_xla_cpu(true);
   Value x = b.parameter(TensorType{ElementType::F32, {static_cast<int64_t>(inputs.size())}});
-  Value y = cosine ? hlo::cosine(b, x) : hlo::sine(b, x);
+  Value y = tangent ? hlo::tangent(b, x) : cosine ? hlo::cosine(b, x) : hlo::sine(b, x);
   *text = b.module_text({y});
   auto executable = shared_client().compile(*text);
   auto argument = shared_client().buffer_from_host(inputs.data(), PJRT_Buffer_Type_F32,
@@ -58,6 +60,26 @@ TEST(Trig, PolynomialMatchesLibmOnFloat32Tensors) {
                    cosine ? std::cos(double{inputs[i]}) : std::sin(double{inputs[i]}));
     }
   }
+}
+
+// tan is the quotient of the two polynomials: within 4 ULP, or 2.5e-7 near its zeros.
+TEST(Trig, TangentMatchesLibm) {
+  std::vector<float> inputs;
+  const float bound = static_cast<float>(kCosineExactBelow);
+  for (int i = 1; i < 20000; ++i) inputs.push_back(-bound + i * (bound / 10000));
+  for (int i = -400; i <= 400; ++i) inputs.push_back(i * static_cast<float>(M_PI / 4));
+  inputs.push_back(-0.0f);
+  std::string text;
+  std::vector<float> out = run_trig(inputs, false, &text, /*tangent=*/true);
+  EXPECT_TRUE(has(text, "stablehlo.if"));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const double exact = std::tan(double{inputs[i]});
+    const double ulp = std::nextafter(static_cast<float>(std::fabs(exact)),
+                                      std::numeric_limits<float>::infinity()) -
+                       static_cast<float>(std::fabs(exact));
+    EXPECT_LE(std::fabs(out[i] - exact), std::max(4 * ulp, 2.5e-7)) << "x = " << inputs[i];
+  }
+  EXPECT_TRUE(std::signbit(out.back())) << "tan(-0) is -0";
 }
 
 TEST(Trig, PolynomialKeepsSignedZerosAndNaN) {
