@@ -85,7 +85,11 @@ bool has_nan_or_inf(const pjrt::BufferPtr& buffer, const hlo::Value& value, int 
 
 // Lowerings for the CPU plugin work around XLA:CPU's code generator (see
 // hlo::Builder::set_for_xla_cpu); TPU and GPU compilers need none of it.
-bool on_xla_cpu() { return runtime::Runtime::get().client().platform_name() == "cpu"; }
+// Asked once per op: cached, as a process never switches plugins (Runtime::initialize).
+bool on_xla_cpu() {
+  static const bool cpu = runtime::Runtime::get().client().platform_name() == "cpu";
+  return cpu;
+}
 
 }  // namespace
 

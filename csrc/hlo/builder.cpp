@@ -161,13 +161,17 @@ std::string Builder::region(const std::vector<TensorType>& argument_types, const
   for (size_t i = 0; i < arguments.size(); ++i) {
     text += (i ? ", " : "") + nested.name(arguments[i]) + ": " + argument_types[i].str();
   }
-  text += "):\n" + nested.body_ + "    \"stablehlo.return\"(";
+  return text + "):\n" + nested.body_and_return(yielded) + "  })";
+}
+
+std::string Builder::body_and_return(const std::vector<Value>& yielded) const {
+  std::string names;
   std::string types;
   for (size_t i = 0; i < yielded.size(); ++i) {
-    text += (i ? ", " : "") + nested.name(yielded[i]);
+    names += (i ? ", " : "") + name(yielded[i]);
     types += (i ? ", " : "") + yielded[i].type.str();
   }
-  return text + ") : (" + types + ") -> ()\n  })";
+  return body_ + "    \"stablehlo.return\"(" + names + ") : (" + types + ") -> ()\n";
 }
 
 Value Builder::constant(double value, ElementType type) {
@@ -402,17 +406,13 @@ std::string Builder::branch(const std::vector<TensorType>& results, const Branch
     throw std::invalid_argument("stablehlo.if: a branch returns " + std::to_string(yielded.size()) +
                                 " values, expected " + std::to_string(results.size()));
   }
-  std::string text = "{\n" + nested.body_ + "    \"stablehlo.return\"(";
-  std::string types;
   for (size_t i = 0; i < yielded.size(); ++i) {
     if (!(yielded[i].type == results[i])) {
       throw std::invalid_argument("stablehlo.if: a branch returns " + yielded[i].type.str() +
                                   " where " + results[i].str() + " is expected");
     }
-    text += (i ? ", " : "") + name(yielded[i]);
-    types += (i ? ", " : "") + yielded[i].type.str();
   }
-  return text + ") : (" + types + ") -> ()\n  }";
+  return "{\n" + nested.body_and_return(yielded) + "  }";
 }
 
 std::vector<Value> Builder::if_else(const Value& pred, const std::vector<TensorType>& results,

@@ -122,6 +122,8 @@ class Builder {
     return this->op(op, operands, result, attributes, region);
   }
   std::string name(const Value& v) const;
+  // This builder's ops and a "stablehlo.return" of `yielded`: a region's or a branch's block.
+  std::string body_and_return(const std::vector<Value>& yielded) const;
   // "{ ops; stablehlo.return }" of a branch that shares this builder's names.
   std::string branch(const std::vector<TensorType>& results, const BranchBody& body);
   // "\"stablehlo.<name>\"(operands) <region> {<attributes>} : (operand types)".
