@@ -57,9 +57,15 @@ from torch_tpu import _dynamo_hook  # noqa: E402
 
 _dynamo_hook.install()  # torch.compile(backend="tpu"), without importing Dynamo now
 
+from torch_tpu import distributed  # noqa: E402
+
+distributed._use_rank_device()
+distributed._register()
+
 __all__ = [
     "cache",
     "coverage",
+    "distributed",
     "eager_mode",
     "get_eager_mode",
     "metrics",

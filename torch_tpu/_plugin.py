@@ -91,7 +91,7 @@ def client_options(platform: str) -> list[tuple[str, int]]:
     """Options for creating the PJRT client of ``platform``.
 
     On the CPU plugin, ``TORCH_TPU_CPU_DEVICES`` sets how many ``tpu`` devices there
-    are (default 4). The plugin runs max(cores, devices) XLA worker threads, so on a
+    are (default 4; under torchrun, LOCAL_WORLD_SIZE). The plugin runs max(cores, devices) XLA worker threads, so on a
     machine with fewer cores than devices, fewer devices leave more of the CPU to
     Python.
 
@@ -99,6 +99,10 @@ def client_options(platform: str) -> list[tuple[str, int]]:
     []
     """
     text = os.environ.get("TORCH_TPU_CPU_DEVICES", "").strip()
+    if platform == "cpu" and not text:
+        # Under torchrun, one device per local rank: each rank uses its own, and
+        # ranks x devices XLA worker threads must not swamp the host.
+        text = os.environ.get("LOCAL_WORLD_SIZE", "").strip() if "LOCAL_RANK" in os.environ else ""
     if platform != "cpu" or not text:
         return []
     try:

@@ -5,10 +5,12 @@
 // their data dependencies need, so there is nothing for a second stream to overlap or
 // reorder. A "new" stream is that same stream. An event is a runtime::Marker: it
 // completes when the work pending at record time has finished, and keeps that time.
+#include <ATen/core/Tensor.h>
 #include <c10/core/DeviceCapability.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <memory>
 
 #include "aten/device.h"
@@ -19,8 +21,11 @@
 namespace tpu::aten {
 
 namespace {
-thread_local c10::DeviceIndex current = 0;
-}
+// -1: this thread has not chosen a device, so it uses the process's (under torchrun,
+// the rank's own device, also on PyTorch's autograd and c10d threads).
+thread_local c10::DeviceIndex current = -1;
+std::atomic<c10::DeviceIndex> process_device{0};
+}  // namespace
 
 c10::DeviceIndex device_count() {
   if (!runtime::Runtime::is_initialized()) return 0;
@@ -33,7 +38,12 @@ void check_device_index(c10::DeviceIndex index) {
               static_cast<int>(device_count()), " tpu devices");
 }
 
-c10::DeviceIndex current_device() { return current; }
+c10::DeviceIndex current_device() { return current >= 0 ? current : process_device.load(); }
+
+void set_process_device(c10::DeviceIndex index) {
+  check_device_index(index);
+  process_device = index;
+}
 
 void set_current_device(c10::DeviceIndex index) {
   check_device_index(index);
@@ -177,4 +187,10 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
 }  // namespace
+
+// A storage's buffers stay alive while any program that uses them runs (PJRT holds
+// them), and there is one stream per device: there is nothing to record. FSDP and DDP
+// code calls this on every tensor it hands to another stream.
+void record_stream(at::Tensor& /*self*/, c10::Stream /*stream*/) {}
+
 }  // namespace tpu::aten

@@ -29,6 +29,8 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value);
 at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value);
 at::Tensor& zero_(at::Tensor& self);
+// guard.cpp
+void record_stream(at::Tensor& self, c10::Stream stream);
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step,
                        at::Tensor& out);
 at::Tensor& eye_out(int64_t n, at::Tensor& out);

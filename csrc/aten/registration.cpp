@@ -13,6 +13,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar_));
   m.impl("fill_.Tensor", TORCH_FN(fill_tensor_));
   m.impl("zero_", TORCH_FN(zero_));
+  // guard.cpp
+  m.impl("record_stream", TORCH_FN(record_stream));
   m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("eye.out", TORCH_FN(eye_out));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));

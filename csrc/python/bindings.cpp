@@ -16,7 +16,8 @@ namespace py = pybind11;
 
 namespace tpu {
 
-void register_cache_bindings(py::module& m);  // cache_bindings.cpp
+void register_cache_bindings(py::module& m);        // cache_bindings.cpp
+void register_distributed_bindings(py::module& m);  // distributed_bindings.cpp
 
 namespace {
 
@@ -84,6 +85,7 @@ PYBIND11_MODULE(_C, m) {
   using namespace tpu;
   aten::register_foreach_kernels();
   register_cache_bindings(m);
+  register_distributed_bindings(m);
   m.def(
       "_initialize",
       [](const std::string& path, const std::vector<pjrt::CreateOption>& options) {
@@ -94,6 +96,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_plugin_info", &plugin_info);
   m.def("_device_count", [] { return static_cast<int>(aten::device_count()); });
   m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });
+  m.def("_set_process_device",
+        [](int device) { aten::set_process_device(static_cast<c10::DeviceIndex>(device)); });
   m.def("_set_device",
         [](int device) { aten::set_current_device(static_cast<c10::DeviceIndex>(device)); });
   m.def("_device_properties", &device_properties);

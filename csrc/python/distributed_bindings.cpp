@@ -1,0 +1,35 @@
+// torch_tpu._C._distributed: builds the c10d backend of torch_tpu from a gloo backend
+// that Python made (torch ships no gloo headers, so C++ cannot make one).
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include <memory>
+
+#include "distributed/host_staging_engine.h"
+#include "distributed/tpu_backend.h"
+
+namespace py = pybind11;
+
+namespace tpu {
+
+void register_distributed_bindings(py::module& m) {
+  py::module d = m.def_submodule("_distributed", "torch_tpu's c10d backend");
+  d.def(
+      "create_backend",
+      [](c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size,
+         bool check_agreement) -> c10::intrusive_ptr<c10d::Backend> {
+        auto engine = std::make_unique<distributed::HostStagingEngine>(gloo, rank, size);
+        return c10::make_intrusive<distributed::TpuBackend>(std::move(engine), rank, size,
+                                                            check_agreement);
+      },
+      py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("check_agreement") = true,
+      py::call_guard<py::gil_scoped_release>());
+  d.def("engine_name", [](const c10::intrusive_ptr<c10d::Backend>& backend) -> std::string {
+    auto* tpu_backend = dynamic_cast<distributed::TpuBackend*>(backend.get());
+    TORCH_CHECK_VALUE(tpu_backend != nullptr, "not a torch_tpu backend: ",
+                      backend->getBackendName());
+    return tpu_backend->engine().name();
+  });
+}
+
+}  // namespace tpu

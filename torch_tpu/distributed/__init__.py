@@ -1,0 +1,85 @@
+"""torch.distributed on tpu: torch_tpu's c10d backend, registered at ``import torch_tpu``.
+
+The backend is called ``"tpu"`` (also ``"tpu_dist"``) and serves tpu and cpu tensors. It
+is the default for the device, so ``init_process_group()`` and
+``init_device_mesh("tpu", ...)`` pick it; under torchrun each rank uses its own device.
+
+>>> import torch.distributed as dist
+>>> dist.init_process_group("tpu")  # doctest: +SKIP
+>>> t = torch.ones(4, device="tpu")
+>>> dist.all_reduce(t)  # doctest: +SKIP
+
+On the CPU platform the transport is gloo: device data is staged through host memory.
+``TORCH_TPU_DIST_CHECK=0`` skips the per-collective agreement check (a small exchange
+that turns mismatched shapes, dtypes or collectives across ranks into an error instead
+of a hang or a crash inside gloo).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+from torch_tpu import _C
+
+BACKEND_NAMES = ("tpu", "tpu_dist")
+
+__all__ = ["BACKEND_NAMES", "engine_name", "is_tpu_backend"]
+
+
+def _check_agreement() -> bool:
+    return os.environ.get("TORCH_TPU_DIST_CHECK", "1").strip() not in ("0", "false", "off")
+
+
+def _create_backend(options, backend_options=None):
+    """c10d's creator (extended API): one call per process group, DeviceMesh dims included."""
+    store = dist.PrefixStore("torch_tpu/gloo/", options.store)
+    gloo = dist.ProcessGroupGloo(store, options.group_rank, options.group_size, options.timeout)
+    return _C._distributed.create_backend(
+        gloo, options.group_rank, options.group_size, _check_agreement()
+    )
+
+
+def engine_name(group: dist.ProcessGroup | None = None) -> str:
+    """The collective engine serving tpu tensors in ``group`` (default: the world).
+
+    >>> torch_tpu.distributed.engine_name()  # doctest: +SKIP
+    'host_staging(gloo)'
+    """
+    group = group or dist.distributed_c10d._get_default_group()
+    return _C._distributed.engine_name(group._get_backend(torch.device("tpu")))
+
+
+def is_tpu_backend(group: dist.ProcessGroup | None = None) -> bool:
+    """Whether ``group``'s tpu tensors go through torch_tpu's backend."""
+    try:
+        engine_name(group)
+    except (ValueError, RuntimeError):
+        return False
+    return True
+
+
+def _register() -> None:
+    if not dist.is_available():
+        return
+    for name in BACKEND_NAMES:
+        if name.upper() in dist.Backend._plugins:
+            continue
+        # devices must be a list: torch 2.13 splits a string into characters.
+        dist.Backend.register_backend(
+            name, _create_backend, extended_api=True, devices=["tpu", "cpu"]
+        )
+    dist.Backend.default_device_backend_map["tpu"] = BACKEND_NAMES[0]
+
+
+def _use_rank_device() -> None:
+    """Under torchrun (LOCAL_RANK set) the rank's device is the current device of every
+    thread that has not chosen one, so ``torch.device("tpu")`` is the rank's own."""
+    local_rank = os.environ.get("LOCAL_RANK")
+    if local_rank is None or not local_rank.strip().isdigit():
+        return
+    count = _C._device_count()
+    if count > 0:
+        _C._set_process_device(int(local_rank) % count)
