@@ -2,6 +2,11 @@
 
 #include <ATen/ATen.h>
 
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
 #include "distributed/host_staging.h"
 #include "distributed/work.h"
 
@@ -212,30 +217,63 @@ WorkPtr HostStagingEngine::send(const at::Tensor& tensor, int dst, int tag) {
 }
 
 WorkPtr HostStagingEngine::recv(const at::Tensor& tensor, int src, int tag) {
+  // The payload's receive is posted as soon as the header has arrived and been
+  // checked, by a helper thread: the caller may wait on its own sends first (as
+  // batch_isend_irecv's works are waited in order), and gloo's sends complete only
+  // once the matching receive is posted.
+  struct Posting {
+    std::mutex mutex;
+    std::condition_variable posted_cv;
+    bool posted = false;
+    std::exception_ptr error;
+    WorkPtr payload_work;
+  };
+  auto posting = std::make_shared<Posting>();
   auto header = at::zeros({4}, at::kLong);
   std::vector<at::Tensor> header_list{header};
   WorkPtr header_work = gloo_->recv(header_list, src, tag);
   at::Tensor host = host_target(tensor);
+  at::Tensor host_bytes = as_bytes(host);
+  at::ScalarType dtype = tensor.scalar_type();
+  int64_t numel = tensor.numel();
+  int64_t expected_bytes = host_bytes.numel();
   c10::intrusive_ptr<c10d::Backend> gloo = gloo_;
-  WorkPtr payload_work;
-  auto step = [=](bool block) mutable {
-    if (!payload_work) {
-      if (!block && !header_work->isCompleted()) return false;
+  std::thread([=] {
+    std::exception_ptr error;
+    WorkPtr payload_work;
+    try {
       header_work->wait();
       const int64_t* h = header.data_ptr<int64_t>();
-      int64_t expected_bytes = tensor.numel() * static_cast<int64_t>(tensor.element_size());
       TORCH_CHECK(h[0] == kHeaderMagic, "recv from rank ", src,
                   ": the message is not from torch_tpu's send (tag ", tag, ")");
       auto sent_type = static_cast<at::ScalarType>(h[1]);
-      if (sent_type != tensor.scalar_type() || h[3] != expected_bytes) {
+      if (sent_type != dtype || h[3] != expected_bytes) {
         std::vector<at::Tensor> drain{at::empty({h[3]}, at::kByte)};
-        gloo->recv(drain, src, tag)->wait();  // keep the connection usable
+        gloo->recv(drain, src, tag)->wait();  // keeps the connection usable
         TORCH_CHECK(false, "recv from rank ", src, ": rank ", src, " sent a ", sent_type,
-                    " tensor of ", h[2], " elements, but this rank receives into a ",
-                    tensor.scalar_type(), " tensor of ", tensor.numel(), " elements");
+                    " tensor of ", h[2], " elements, but this rank receives into a ", dtype,
+                    " tensor of ", numel, " elements");
       }
-      std::vector<at::Tensor> payload_list{as_bytes(host)};
+      std::vector<at::Tensor> payload_list{host_bytes};
       payload_work = gloo->recv(payload_list, src, tag);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(posting->mutex);
+    posting->error = error;
+    posting->payload_work = payload_work;
+    posting->posted = true;
+    posting->posted_cv.notify_all();
+  }).detach();
+
+  auto step = [posting, tensor, host](bool block) {
+    WorkPtr payload_work;
+    {
+      std::unique_lock<std::mutex> lock(posting->mutex);
+      if (!block && !posting->posted) return false;
+      posting->posted_cv.wait(lock, [&] { return posting->posted; });
+      if (posting->error) std::rethrow_exception(posting->error);
+      payload_work = posting->payload_work;
     }
     if (!block && !payload_work->isCompleted()) return false;
     payload_work->wait();

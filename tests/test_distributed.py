@@ -1,0 +1,49 @@
+"""torch.distributed on tpu: each test launches real ranks (separate processes, like
+torchrun) running a script from tests/distributed/, with a deadline, and every rank
+checks its results against torch on the CPU. See tests/distributed/launch.py."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed"))
+
+from launch import run_ranks  # noqa: E402
+
+STRICT = {"TORCH_TPU_EAGER_MODE": "strict"}
+FUSED = {"TORCH_TPU_EAGER_MODE": "defer_and_fuse"}
+
+
+@pytest.mark.parametrize(
+    "world, backend, env",
+    [(2, "tpu", STRICT), (4, "default", STRICT), (2, "tpu_dist", FUSED), (3, "tpu", FUSED)],
+    ids=["2-tpu-strict", "4-default-strict", "2-tpu_dist-fused", "3-tpu-fused"],
+)
+def test_collectives(world, backend, env):
+    """Every collective, dtype, reduction and view; async works; p2p; functional and
+    object collectives; cpu tensors; subgroups."""
+    for r in run_ranks("collectives.py", world, backend, env=env, timeout=180):
+        assert f"rank {r.rank}: OK" in r.output
+
+
+def test_bad_input_raises_clear_errors_and_the_group_survives():
+    for r in run_ranks("bad_input.py", 2, timeout=90):
+        assert f"rank {r.rank}: OK" in r.output
+
+
+@pytest.mark.parametrize("how", ["die", "hang"])
+def test_a_lost_rank_makes_the_others_raise_within_the_timeout(how):
+    ranks = run_ranks("dead_rank.py", 3, how, timeout=60, check=False,
+                      env={"DIST_TEST_TIMEOUT": "5"})
+    assert ranks[-1].returncode == 17
+    for r in ranks[:-1]:
+        assert r.returncode == 3, r.output
+        assert f"rank {r.rank}: raised after" in r.output, r.output
+        seconds = float(r.output.split("raised after ")[1].split("s:")[0])
+        assert seconds < 20, r.output
+
+
+def test_init_without_rendezvous_raises():
+    (r,) = run_ranks("no_rendezvous.py", 1, timeout=60)
+    assert "MASTER_ADDR" in r.output
