@@ -47,3 +47,25 @@ def test_a_lost_rank_makes_the_others_raise_within_the_timeout(how):
 def test_init_without_rendezvous_raises():
     (r,) = run_ranks("no_rendezvous.py", 1, timeout=60)
     assert "MASTER_ADDR" in r.output
+
+
+@pytest.mark.parametrize("env", [STRICT, FUSED], ids=["strict", "fused"])
+def test_ddp_equals_one_process_on_the_whole_batch(env):
+    """Both gradient_as_bucket_view settings, no_sync(), find_unused_parameters=True."""
+    cases = "ddp,ddp_bucket_view,ddp_no_sync,ddp_unused"
+    for r in run_ranks("training.py", 2, cases, env=env, timeout=180):
+        assert f"rank {r.rank}: OK" in r.output
+
+
+@pytest.mark.parametrize("env", [STRICT, FUSED], ids=["strict", "fused"])
+def test_fsdp2_equals_one_process_on_the_whole_batch(env):
+    """fully_shard per block and root; reshard_after_forward on and off; bfloat16 params
+    with float32 reduction; activation checkpointing."""
+    cases = "fsdp,fsdp_keep,fsdp_mixed,fsdp_ckpt"
+    for r in run_ranks("training.py", 2, cases, env=env, timeout=180):
+        assert f"rank {r.rank}: OK" in r.output
+
+
+def test_hsdp_on_a_2x2_mesh():
+    for r in run_ranks("training.py", 4, "hsdp", timeout=180):
+        assert f"rank {r.rank}: OK" in r.output

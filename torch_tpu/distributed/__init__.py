@@ -72,6 +72,45 @@ def _register() -> None:
             name, _create_backend, extended_api=True, devices=["tpu", "cpu"]
         )
     dist.Backend.default_device_backend_map["tpu"] = BACKEND_NAMES[0]
+    _fix_default_backend_type()
+
+
+def _fix_default_backend_type() -> None:
+    """With no backend named, torch 2.13 marks every new group's default backend as GLOO
+    (unless NCCL is in use) even when the device's backend is a plugin, so DDP's logger
+    and ``_has_hooks`` look for a gloo backend that was never made ("Could not find
+    backend type 1"). Mark such groups CUSTOM: their backend is ours."""
+    c10d = dist.distributed_c10d
+    original = c10d._new_process_group_helper
+    if getattr(original, "_torch_tpu", False):
+        return
+
+    def new_process_group_helper(*args, **kwargs):
+        pg, store = original(*args, **kwargs)
+        if isinstance(pg, dist.ProcessGroup) and _marked_gloo_without_gloo(pg):
+            pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+        return pg, store
+
+    new_process_group_helper._torch_tpu = True
+    c10d._new_process_group_helper = new_process_group_helper
+
+
+def _marked_gloo_without_gloo(pg: dist.ProcessGroup) -> bool:
+    try:
+        if pg._get_backend_name() != "undefined" and str(pg._get_backend_name()) != "gloo":
+            return False
+        backend = pg._get_backend(torch.device("tpu"))
+    except RuntimeError:
+        return False
+    try:
+        _C._distributed.engine_name(backend)
+    except (ValueError, RuntimeError):
+        return False
+    try:
+        pg._get_backend(torch.device("cpu"))
+        return False  # a cpu backend exists: nothing to fix
+    except RuntimeError:
+        return True
 
 
 def _use_rank_device() -> None:
