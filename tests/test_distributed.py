@@ -34,8 +34,9 @@ def test_bad_input_raises_clear_errors_and_the_group_survives():
 
 @pytest.mark.parametrize("how", ["die", "hang"])
 def test_a_lost_rank_makes_the_others_raise_within_the_timeout(how):
-    ranks = run_ranks("dead_rank.py", 3, how, timeout=60, check=False,
-                      env={"DIST_TEST_TIMEOUT": "5"})
+    ranks = run_ranks(
+        "dead_rank.py", 3, how, timeout=60, check=False, env={"DIST_TEST_TIMEOUT": "5"}
+    )
     assert ranks[-1].returncode == 17
     for r in ranks[:-1]:
         assert r.returncode == 3, r.output
@@ -68,4 +69,45 @@ def test_fsdp2_equals_one_process_on_the_whole_batch(env):
 
 def test_hsdp_on_a_2x2_mesh():
     for r in run_ranks("training.py", 4, "hsdp", timeout=180):
+        assert f"rank {r.rank}: OK" in r.output
+
+
+@pytest.mark.parametrize("world, env", [(2, STRICT), (4, FUSED)], ids=["2-strict", "4-fused"])
+def test_dtensor_and_tensor_parallel_equal_one_device(world, env):
+    for r in run_ranks("tensor_parallel.py", world, env=env, timeout=180):
+        assert f"rank {r.rank}: OK" in r.output
+
+
+@pytest.mark.parametrize("saved_on, loaded_on", [(2, 4), (4, 2)])
+def test_dcp_sharded_checkpoint_loads_on_another_number_of_ranks(tmp_path, saved_on, loaded_on):
+    run_ranks("checkpoint.py", saved_on, "save", str(tmp_path), timeout=180)
+    for r in run_ranks("checkpoint.py", loaded_on, "load", str(tmp_path), timeout=180):
+        assert f"rank {r.rank}: OK" in r.output
+
+
+@pytest.mark.parametrize(
+    "world, case, env",
+    [
+        (2, "gpipe", STRICT),
+        (4, "1f1b", STRICT),
+        (2, "1f1b", FUSED),
+        (2, "manual", STRICT),
+        (2, "manual", FUSED),
+        (2, "mpmd", STRICT),
+        (2, "mpmd", FUSED),
+        (2, "mpmd", {"TORCH_TPU_EAGER_MODE": "debug"}),
+    ],
+    ids=[
+        "gpipe-2-strict",
+        "1f1b-4-strict",
+        "1f1b-2-fused",
+        "manual-strict",
+        "manual-fused",
+        "mpmd-strict",
+        "mpmd-fused",
+        "mpmd-debug",
+    ],
+)
+def test_pipelines_and_mpmd(world, case, env):
+    for r in run_ranks("pipeline.py", world, case, env=env, timeout=180):
         assert f"rank {r.rank}: OK" in r.output

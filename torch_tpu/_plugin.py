@@ -91,9 +91,9 @@ def client_options(platform: str) -> list[tuple[str, int]]:
     """Options for creating the PJRT client of ``platform``.
 
     On the CPU plugin, ``TORCH_TPU_CPU_DEVICES`` sets how many ``tpu`` devices there
-    are (default 4; under torchrun, LOCAL_WORLD_SIZE). The plugin runs max(cores, devices) XLA worker threads, so on a
-    machine with fewer cores than devices, fewer devices leave more of the CPU to
-    Python.
+    are (default 4; under torchrun, LOCAL_WORLD_SIZE). The plugin runs max(cores,
+    devices) XLA worker threads, so on a machine with fewer cores than devices, fewer
+    devices leave more of the CPU to Python.
 
     >>> client_options("tpu")
     []

@@ -1,6 +1,7 @@
 #include "distributed/tpu_backend.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <sstream>
 
@@ -9,6 +10,9 @@
 namespace tpu::distributed {
 
 using c10d::Work;
+// Collectives write tensor data, as NCCL writes device memory: no autograd, no
+// version bumps (a pipeline's receive buffer may already be a leaf that requires grad).
+using NoAutograd = at::AutoDispatchBelowADInplaceOrView;
 using WorkList = std::vector<at::Tensor>;
 
 namespace {
@@ -207,6 +211,7 @@ void TpuBackend::agree(const Record& mine, const std::vector<int64_t>& input_spl
 
 c10::intrusive_ptr<Work> TpuBackend::broadcast(WorkList& tensors,
                                                const c10d::BroadcastOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(tensors.size() == 1, "broadcast: expected one tensor, got ", tensors.size());
   check_same("broadcast", tensors[0], {});
   check_root("broadcast", static_cast<int>(opts.rootRank), size_);
@@ -216,6 +221,7 @@ c10::intrusive_ptr<Work> TpuBackend::broadcast(WorkList& tensors,
 
 c10::intrusive_ptr<Work> TpuBackend::allreduce(WorkList& tensors,
                                                const c10d::AllreduceOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(!tensors.empty(), "all_reduce: no tensors");
   check_same("all_reduce", tensors[0], tensors);
   check_reduction("all_reduce", tensors[0], opts.reduceOp);
@@ -228,10 +234,12 @@ c10::intrusive_ptr<Work> TpuBackend::allreduce(WorkList& tensors,
 
 c10::intrusive_ptr<Work> TpuBackend::allreduce_coalesced(
     WorkList& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  NoAutograd no_autograd;
   return allreduce(tensors, opts);
 }
 
 c10::intrusive_ptr<Work> TpuBackend::reduce(WorkList& tensors, const c10d::ReduceOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(tensors.size() == 1, "reduce: expected one tensor, got ", tensors.size());
   check_same("reduce", tensors[0], {});
   check_reduction("reduce", tensors[0], opts.reduceOp);
@@ -242,6 +250,7 @@ c10::intrusive_ptr<Work> TpuBackend::reduce(WorkList& tensors, const c10d::Reduc
 
 c10::intrusive_ptr<Work> TpuBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                      const c10d::AllgatherOptions& /*opts*/) {
+  NoAutograd no_autograd;
   check_same("all_gather_into_tensor", input, {output});
   TORCH_CHECK_VALUE(output.numel() == input.numel() * size_,
                     "all_gather_into_tensor: the output has ", output.numel(),
@@ -252,6 +261,7 @@ c10::intrusive_ptr<Work> TpuBackend::_allgather_base(at::Tensor& output, at::Ten
 
 c10::intrusive_ptr<Work> TpuBackend::allgather(std::vector<WorkList>& outputs, WorkList& inputs,
                                                const c10d::AllgatherOptions& /*opts*/) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(inputs.size() == 1 && outputs.size() == 1,
                     "all_gather: expected one input tensor and one output list");
   const at::Tensor& input = inputs[0];
@@ -272,6 +282,7 @@ c10::intrusive_ptr<Work> TpuBackend::allgather(std::vector<WorkList>& outputs, W
 c10::intrusive_ptr<Work> TpuBackend::allgather_coalesced(std::vector<WorkList>& outputs,
                                                          WorkList& inputs,
                                                          const c10d::AllgatherOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(outputs.size() == inputs.size(),
                     "all_gather_coalesced: one output list per input expected");
   WorkList results;
@@ -286,6 +297,7 @@ c10::intrusive_ptr<Work> TpuBackend::allgather_coalesced(std::vector<WorkList>& 
 
 c10::intrusive_ptr<Work> TpuBackend::allgather_into_tensor_coalesced(
     WorkList& outputs, WorkList& inputs, const c10d::AllgatherOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(outputs.size() == inputs.size(),
                     "all_gather_into_tensor_coalesced: one output per input expected");
   for (size_t i = 0; i < inputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
@@ -294,6 +306,7 @@ c10::intrusive_ptr<Work> TpuBackend::allgather_into_tensor_coalesced(
 
 c10::intrusive_ptr<Work> TpuBackend::gather(std::vector<WorkList>& outputs, WorkList& inputs,
                                             const c10d::GatherOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(inputs.size() == 1, "gather: expected one input tensor");
   int root = static_cast<int>(opts.rootRank);
   check_root("gather", root, size_);
@@ -318,6 +331,7 @@ c10::intrusive_ptr<Work> TpuBackend::gather(std::vector<WorkList>& outputs, Work
 
 c10::intrusive_ptr<Work> TpuBackend::scatter(WorkList& outputs, std::vector<WorkList>& inputs,
                                              const c10d::ScatterOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(outputs.size() == 1, "scatter: expected one output tensor");
   int root = static_cast<int>(opts.rootRank);
   check_root("scatter", root, size_);
@@ -341,6 +355,7 @@ c10::intrusive_ptr<Work> TpuBackend::scatter(WorkList& outputs, std::vector<Work
 
 c10::intrusive_ptr<Work> TpuBackend::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  NoAutograd no_autograd;
   check_same("reduce_scatter_tensor", output, {input});
   check_reduction("reduce_scatter_tensor", input, opts.reduceOp);
   TORCH_CHECK_VALUE(input.numel() == output.numel() * size_,
@@ -354,6 +369,7 @@ c10::intrusive_ptr<Work> TpuBackend::_reduce_scatter_base(
 c10::intrusive_ptr<Work> TpuBackend::reduce_scatter(WorkList& outputs,
                                                     std::vector<WorkList>& inputs,
                                                     const c10d::ReduceScatterOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(outputs.size() == 1 && inputs.size() == 1,
                     "reduce_scatter: expected one output tensor and one input list");
   at::Tensor& output = outputs[0];
@@ -370,6 +386,7 @@ c10::intrusive_ptr<Work> TpuBackend::reduce_scatter(WorkList& outputs,
 
 c10::intrusive_ptr<Work> TpuBackend::reduce_scatter_tensor_coalesced(
     WorkList& outputs, WorkList& inputs, const c10d::ReduceScatterOptions& opts) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(outputs.size() == inputs.size(),
                     "reduce_scatter_tensor_coalesced: one output per input expected");
   for (size_t i = 0; i < inputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
@@ -380,6 +397,7 @@ c10::intrusive_ptr<Work> TpuBackend::alltoall_base(at::Tensor& output, at::Tenso
                                                    std::vector<int64_t>& output_split_sizes,
                                                    std::vector<int64_t>& input_split_sizes,
                                                    const c10d::AllToAllOptions& /*opts*/) {
+  NoAutograd no_autograd;
   check_same("all_to_all_single", output, {input});
   int64_t in_row = row_elements(input);
   int64_t out_row = row_elements(output);
@@ -393,6 +411,7 @@ c10::intrusive_ptr<Work> TpuBackend::alltoall_base(at::Tensor& output, at::Tenso
 
 c10::intrusive_ptr<Work> TpuBackend::alltoall(WorkList& outputs, WorkList& inputs,
                                               const c10d::AllToAllOptions& /*opts*/) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == size_ &&
                         static_cast<int>(outputs.size()) == size_,
                     "all_to_all: expected one input and one output tensor per rank (", size_,
@@ -413,6 +432,7 @@ c10::intrusive_ptr<Work> TpuBackend::alltoall(WorkList& outputs, WorkList& input
 }
 
 c10::intrusive_ptr<Work> TpuBackend::send(WorkList& tensors, int dst, int tag) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(tensors.size() == 1, "send: expected one tensor, got ", tensors.size());
   check_same("send", tensors[0], {});
   check_peer("send", dst, rank_, size_);
@@ -420,6 +440,7 @@ c10::intrusive_ptr<Work> TpuBackend::send(WorkList& tensors, int dst, int tag) {
 }
 
 c10::intrusive_ptr<Work> TpuBackend::recv(WorkList& tensors, int src, int tag) {
+  NoAutograd no_autograd;
   TORCH_CHECK_VALUE(tensors.size() == 1, "recv: expected one tensor, got ", tensors.size());
   check_same("recv", tensors[0], {});
   check_peer("recv", src, rank_, size_);
@@ -427,11 +448,13 @@ c10::intrusive_ptr<Work> TpuBackend::recv(WorkList& tensors, int src, int tag) {
 }
 
 c10::intrusive_ptr<Work> TpuBackend::recvAnysource(WorkList& /*tensors*/, int /*tag*/) {
+  NoAutograd no_autograd;
   TORCH_CHECK(false,
               "recv without a source rank is not supported by the tpu backend: pass src=");
 }
 
 c10::intrusive_ptr<Work> TpuBackend::barrier(const c10d::BarrierOptions& /*opts*/) {
+  NoAutograd no_autograd;
   if (check_agreement_) {
     agree(Record{kBarrier});  // the exchange itself is a barrier
     return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::BARRIER, WorkList{});

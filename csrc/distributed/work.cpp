@@ -1,5 +1,6 @@
 #include "distributed/work.h"
 
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/jit_type.h>
 
 namespace tpu::distributed {
@@ -25,6 +26,7 @@ SteppedWork::SteppedWork(int rank, c10d::OpType type, std::vector<at::Tensor> ou
       future_(tensor_list_future()) {}
 
 bool SteppedWork::advance(bool block) {
+  at::AutoDispatchBelowADInplaceOrView no_autograd;  // steps write tensor data only
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_) std::rethrow_exception(error_);
   if (done_) return true;

@@ -4,9 +4,8 @@ argv: backend name or "default" (init_process_group() with no backend)."""
 
 import sys
 
-from common import assert_close, dist, finish, init, torch
-
 import torch.distributed._functional_collectives as funcol  # noqa: E402
+from common import assert_close, dist, finish, init, torch
 
 backend = None if sys.argv[1] == "default" else sys.argv[1]
 rank, world = init(backend)
@@ -15,8 +14,17 @@ assert torch.device("tpu").index is None and torch.empty(1, device="tpu").device
 
 R = dist.ReduceOp
 DTYPES = [
-    torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int8, torch.int16,
-    torch.int32, torch.int64, torch.uint8, torch.bool, torch.complex64,
+    torch.float32,
+    torch.float64,
+    torch.bfloat16,
+    torch.float16,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
 ]
 
 
@@ -53,8 +61,11 @@ def reference(op, dtype, shape=(2, 3)):
         if op in (R.PRODUCT, R.MIN, R.BAND):
             return stack.all(0)
         return (stack.to(torch.int64).sum(0) % 2).bool()
-    wide = torch.complex128 if dtype.is_complex else (
-        torch.float64 if dtype.is_floating_point else torch.int64)
+    wide = (
+        torch.complex128
+        if dtype.is_complex
+        else (torch.float64 if dtype.is_floating_point else torch.int64)
+    )
     stack = torch.stack([x.to(wide) for x in xs])
     if op == R.SUM:
         out = stack.sum(0)
@@ -69,8 +80,9 @@ def reference(op, dtype, shape=(2, 3)):
     else:
         out = xs[0].clone()
         for x in xs[1:]:
-            out = {R.BAND: torch.bitwise_and, R.BOR: torch.bitwise_or,
-                   R.BXOR: torch.bitwise_xor}[op](out, x)
+            out = {R.BAND: torch.bitwise_and, R.BOR: torch.bitwise_or, R.BXOR: torch.bitwise_xor}[
+                op
+            ](out, x)
     return out.to(dtype)
 
 
@@ -119,11 +131,11 @@ for dtype in DTYPES:
     dist.all_gather_into_tensor(flat, value(rank, dtype).to("tpu"))
     assert_close(flat, torch.cat([value(r, dtype) for r in range(world)]), f"ag_into {dtype}")
 wide = torch.zeros(3, 2 * world + 1, device="tpu")
-views = [wide[:, 2 * r: 2 * r + 2] for r in range(world)]
+views = [wide[:, 2 * r : 2 * r + 2] for r in range(world)]
 dist.all_gather(views, value(rank, torch.float32, (3, 2)).to("tpu"))
 expected = torch.zeros(3, 2 * world + 1)
 for r in range(world):
-    expected[:, 2 * r: 2 * r + 2] = value(r, torch.float32, (3, 2))
+    expected[:, 2 * r : 2 * r + 2] = value(r, torch.float32, (3, 2))
 assert_close(wide, expected, "all_gather into column views")
 
 # reduce_scatter (list) and reduce_scatter_tensor, SUM and AVG
@@ -139,9 +151,10 @@ for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.int16, torch.flo
         dist.reduce_scatter_tensor(out, rs_input(rank, dtype).to("tpu"), op=op)
         wide_t = torch.float64 if dtype.is_floating_point else torch.int64
         stack = torch.stack([rs_input(r, dtype).to(wide_t) for r in range(world)])
-        red = {R.SUM: stack.sum(0), R.MAX: stack.max(0).values,
-               R.AVG: stack.sum(0) / world}[op]
-        assert_close(out, red.to(dtype)[2 * rank: 2 * rank + 2], f"reduce_scatter_tensor {op} {dtype}")
+        red = {R.SUM: stack.sum(0), R.MAX: stack.max(0).values, R.AVG: stack.sum(0) / world}[op]
+        assert_close(
+            out, red.to(dtype)[2 * rank : 2 * rank + 2], f"reduce_scatter_tensor {op} {dtype}"
+        )
 out = torch.zeros(4, 3, device="tpu")
 chunks = [value(rank * world + j, torch.float32).to("tpu") for j in range(world)]
 dist.reduce_scatter(out[1:3], chunks)
@@ -158,8 +171,14 @@ for j in range(world):
 single_in = torch.arange(world * 2 * 3, dtype=torch.float32).reshape(world * 2, 3) + 100 * rank
 single_out = torch.empty(world * 2, 3, device="tpu")
 dist.all_to_all_single(single_out, single_in.to("tpu"))
-expected = torch.cat([(torch.arange(world * 6, dtype=torch.float32).reshape(world * 2, 3)
-                       + 100 * j)[2 * rank: 2 * rank + 2] for j in range(world)])
+expected = torch.cat(
+    [
+        (torch.arange(world * 6, dtype=torch.float32).reshape(world * 2, 3) + 100 * j)[
+            2 * rank : 2 * rank + 2
+        ]
+        for j in range(world)
+    ]
+)
 assert_close(single_out, expected, "all_to_all_single even")
 
 
@@ -169,12 +188,20 @@ def sends(src, dst):  # rows rank src sends to rank dst
 
 in_splits = [sends(rank, j) for j in range(world)]
 out_splits = [sends(j, rank) for j in range(world)]
-uneven_in = torch.cat([torch.full((sends(rank, j), 2), float(rank * 10 + j), dtype=torch.float64)
-                       for j in range(world)])
+uneven_in = torch.cat(
+    [
+        torch.full((sends(rank, j), 2), float(rank * 10 + j), dtype=torch.float64)
+        for j in range(world)
+    ]
+)
 uneven_out = torch.empty(sum(out_splits), 2, dtype=torch.float64, device="tpu")
 dist.all_to_all_single(uneven_out, uneven_in.to("tpu"), out_splits, in_splits)
-expected = torch.cat([torch.full((sends(j, rank), 2), float(j * 10 + rank), dtype=torch.float64)
-                      for j in range(world)])
+expected = torch.cat(
+    [
+        torch.full((sends(j, rank), 2), float(j * 10 + rank), dtype=torch.float64)
+        for j in range(world)
+    ]
+)
 assert_close(uneven_out, expected, "all_to_all_single uneven")
 
 # gather and scatter
@@ -218,36 +245,58 @@ if world == 2:
         assert_close(got, torch.full((3,), 7.0), "send/recv")
         dist.send(torch.tensor([[1.0, 2.0], [3.0, 4.0]], device="tpu"), dst=0)
 ring_in = torch.zeros(4, device="tpu")
-ops = [dist.P2POp(dist.isend, torch.full((4,), float(rank), device="tpu"), nxt),
-       dist.P2POp(dist.irecv, ring_in, prv)]
+ops = [
+    dist.P2POp(dist.isend, torch.full((4,), float(rank), device="tpu"), nxt),
+    dist.P2POp(dist.irecv, ring_in, prv),
+]
 for w in dist.batch_isend_irecv(ops):
     w.wait()
 assert_close(ring_in, torch.full((4,), float(prv)), "batch_isend_irecv ring")
 
 # functional collectives (what torch.compile and DTensor use), and the raw ops
 x = value(rank, torch.float32).to("tpu")
-assert_close(funcol.all_reduce(x, "sum", dist.group.WORLD), reference(R.SUM, torch.float32),
-             "funcol.all_reduce")
-assert_close(funcol.all_gather_tensor(x, 0, dist.group.WORLD),
-             torch.cat([value(r, torch.float32) for r in range(world)]), "funcol.all_gather")
-rs = funcol.reduce_scatter_tensor(rs_input(rank, torch.float32).to("tpu"), "sum", 0,
-                                  dist.group.WORLD)
+assert_close(
+    funcol.all_reduce(x, "sum", dist.group.WORLD),
+    reference(R.SUM, torch.float32),
+    "funcol.all_reduce",
+)
+assert_close(
+    funcol.all_gather_tensor(x, 0, dist.group.WORLD),
+    torch.cat([value(r, torch.float32) for r in range(world)]),
+    "funcol.all_gather",
+)
+rs = funcol.reduce_scatter_tensor(
+    rs_input(rank, torch.float32).to("tpu"), "sum", 0, dist.group.WORLD
+)
 stack = torch.stack([rs_input(r, torch.float32) for r in range(world)]).sum(0)
-assert_close(rs, stack[2 * rank: 2 * rank + 2], "funcol.reduce_scatter_tensor")
+assert_close(rs, stack[2 * rank : 2 * rank + 2], "funcol.reduce_scatter_tensor")
 a2a = funcol.all_to_all_single(single_in.to("tpu"), None, None, dist.group.WORLD)
-assert_close(a2a, torch.cat([(torch.arange(world * 6, dtype=torch.float32).reshape(world * 2, 3)
-                               + 100 * j)[2 * rank: 2 * rank + 2] for j in range(world)]),
-             "funcol.all_to_all_single")
+assert_close(
+    a2a,
+    torch.cat(
+        [
+            (torch.arange(world * 6, dtype=torch.float32).reshape(world * 2, 3) + 100 * j)[
+                2 * rank : 2 * rank + 2
+            ]
+            for j in range(world)
+        ]
+    ),
+    "funcol.all_to_all_single",
+)
 group_name = dist.group.WORLD.group_name
 raw = torch.ops._c10d_functional.all_reduce(x, "max", group_name)
 raw = torch.ops._c10d_functional.wait_tensor(raw)
 assert_close(raw, reference(R.MAX, torch.float32), "_c10d_functional.all_reduce + wait_tensor")
-coalesced = torch.ops._c10d_functional.all_gather_into_tensor_coalesced([x, x * 2], world,
-                                                                       group_name)
+coalesced = torch.ops._c10d_functional.all_gather_into_tensor_coalesced(
+    [x, x * 2], world, group_name
+)
 for i, c in enumerate(coalesced):
     torch.ops._c10d_functional.wait_tensor(c)
-    assert_close(c, torch.cat([value(r, torch.float32) * (i + 1) for r in range(world)]),
-                 "all_gather_into_tensor_coalesced")
+    assert_close(
+        c,
+        torch.cat([value(r, torch.float32) * (i + 1) for r in range(world)]),
+        "all_gather_into_tensor_coalesced",
+    )
 
 # object collectives, and cpu tensors through the same group
 objects = [None] * world
@@ -274,7 +323,10 @@ evens = dist.new_group([r for r in range(world) if r % 2 == 0])
 if rank % 2 == 0:
     t = torch.full((2,), float(rank), device="tpu")
     dist.all_reduce(t, group=evens)
-    assert_close(t, torch.full((2,), float(sum(r for r in range(world) if r % 2 == 0))),
-                 "subgroup all_reduce")
+    assert_close(
+        t,
+        torch.full((2,), float(sum(r for r in range(world) if r % 2 == 0))),
+        "subgroup all_reduce",
+    )
 
 finish()

@@ -20,8 +20,11 @@ try:
         dist.all_reduce(t)
         t.cpu()
 except Exception as error:  # gloo's DistBackendError / RuntimeError
-    print(f"rank {rank}: raised after {time.monotonic() - start:.1f}s: "
-          f"{type(error).__name__}: {str(error)[:200]}", flush=True)
+    print(
+        f"rank {rank}: raised after {time.monotonic() - start:.1f}s: "
+        f"{type(error).__name__}: {str(error)[:200]}",
+        flush=True,
+    )
     os._exit(3)
 print(f"rank {rank}: no error", flush=True)
 os._exit(0)

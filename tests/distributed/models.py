@@ -56,7 +56,7 @@ def batch(step: int, size: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
 
 def shard(t: torch.Tensor, rank: int, world: int) -> torch.Tensor:
     per = t.shape[0] // world
-    return t[rank * per:(rank + 1) * per]
+    return t[rank * per : (rank + 1) * per]
 
 
 def loss_fn(out, target):

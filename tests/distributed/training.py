@@ -4,9 +4,8 @@ fsdp_keep, fsdp_mixed, fsdp_ckpt, hsdp), run one after the other."""
 
 import sys
 
-from common import assert_close, dist, finish, init, torch
+from common import assert_close, finish, init, torch
 from models import batch, loss_fn, make_net, reference_params, shard
-
 from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
@@ -23,13 +22,18 @@ def train(model, steps=STEPS, no_sync=False):
         if no_sync:  # two half batches: the first accumulates locally
             half = x.shape[0] // 2
             with model.no_sync():
-                loss_fn(model(shard(x[:half], rank, world).to("tpu")),
-                        shard(y[:half], rank, world).to("tpu")).mul(0.5).backward()
-            loss_fn(model(shard(x[half:], rank, world).to("tpu")),
-                    shard(y[half:], rank, world).to("tpu")).mul(0.5).backward()
+                loss_fn(
+                    model(shard(x[:half], rank, world).to("tpu")),
+                    shard(y[:half], rank, world).to("tpu"),
+                ).mul(0.5).backward()
+            loss_fn(
+                model(shard(x[half:], rank, world).to("tpu")),
+                shard(y[half:], rank, world).to("tpu"),
+            ).mul(0.5).backward()
         else:
-            loss_fn(model(shard(x, rank, world).to("tpu")),
-                    shard(y, rank, world).to("tpu")).backward()
+            loss_fn(
+                model(shard(x, rank, world).to("tpu")), shard(y, rank, world).to("tpu")
+            ).backward()
         opt.step()
 
 
@@ -46,16 +50,24 @@ def check(case, model, tol=None, **kwargs):
     actual = full_params(model)
     assert set(actual) == set(expected), (sorted(actual), sorted(expected))
     for name, value in expected.items():
-        assert_close(actual[name].float(), value, f"{case}: parameter {name}",
-                     **(tol or dict(rtol=1e-4, atol=1e-5)))
+        assert_close(
+            actual[name].float(),
+            value,
+            f"{case}: parameter {name}",
+            **(tol or dict(rtol=1e-4, atol=1e-5)),
+        )
 
 
 def run(case):
     if case.startswith("ddp"):
         unused = case == "ddp_unused"
         model = make_net(unused=unused).to("tpu")
-        ddp = DDP(model, gradient_as_bucket_view=case == "ddp_bucket_view",
-                  find_unused_parameters=unused, bucket_cap_mb=0.001)  # several buckets
+        ddp = DDP(
+            model,
+            gradient_as_bucket_view=case == "ddp_bucket_view",
+            find_unused_parameters=unused,
+            bucket_cap_mb=0.001,
+        )  # several buckets
         train(ddp, no_sync=case == "ddp_no_sync")
         check(case, model, unused=unused)
     else:
@@ -71,8 +83,9 @@ def run(case):
         kwargs = dict(mesh=mesh, reshard_after_forward=case != "fsdp_keep")
         tol = None
         if case == "fsdp_mixed":
-            kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16,
-                                                       reduce_dtype=torch.float32)
+            kwargs["mp_policy"] = MixedPrecisionPolicy(
+                param_dtype=torch.bfloat16, reduce_dtype=torch.float32
+            )
             tol = dict(rtol=2e-2, atol=2e-2)  # bfloat16 compute against a float32 reference
         for block in model.blocks:
             fully_shard(block, **kwargs)
