@@ -111,3 +111,8 @@ def test_dcp_sharded_checkpoint_loads_on_another_number_of_ranks(tmp_path, saved
 def test_pipelines_and_mpmd(world, case, env):
     for r in run_ranks("pipeline.py", world, case, env=env, timeout=180):
         assert f"rank {r.rank}: OK" in r.output
+
+
+def test_functional_collectives_under_torch_compile():
+    for r in run_ranks("compiled.py", 2, timeout=180):
+        assert f"rank {r.rank}: OK" in r.output

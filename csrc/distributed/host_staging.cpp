@@ -2,21 +2,32 @@
 
 #include <ATen/ATen.h>
 
+#include "aten/host_access.h"
+
 namespace tpu::distributed {
 
 at::Tensor to_host(const at::Tensor& t) {
   if (t.is_cpu()) return t.contiguous();
-  return t.to(t.options().device(c10::kCPU), /*non_blocking=*/false, /*copy=*/false,
-              at::MemoryFormat::Contiguous);
+  if (!t.is_contiguous()) {
+    return t.to(t.options().device(c10::kCPU), /*non_blocking=*/false, /*copy=*/false,
+                at::MemoryFormat::Contiguous);
+  }
+  at::Tensor host = host_like(t);
+  aten::read_to_host(t, host);
+  return host;
 }
 
 at::Tensor host_like(const at::Tensor& t) {
-  return at::empty(t.sizes(), t.options().device(c10::kCPU));
+  return aten::staging_tensor(t.sizes(), t.scalar_type());
 }
 
 void write_back(const at::Tensor& t, const at::Tensor& host) {
   if (t.is_cpu() && t.data_ptr() == host.data_ptr() && t.scalar_type() == host.scalar_type())
     return;
+  if (!t.is_cpu() && host.scalar_type() == t.scalar_type() && host.is_contiguous()) {
+    aten::adopt_host(t, host);  // the last use of host: the device may keep its memory
+    return;
+  }
   t.copy_(host.scalar_type() == t.scalar_type() ? host : host.to(t.scalar_type()));
 }
 

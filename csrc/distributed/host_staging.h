@@ -16,6 +16,7 @@ at::Tensor host_like(const at::Tensor& t);
 
 // Writes host's values through t (a view writes through to its base); nothing to do
 // when host is t's own memory. Converts dtype where the transport used a wider one.
+// This is host's last use: a tpu tensor may take host's memory as its own.
 void write_back(const at::Tensor& t, const at::Tensor& host);
 
 // The bytes of a contiguous host tensor, as a 1-D uint8 tensor sharing its memory.

@@ -60,4 +60,12 @@ bool Buffer::is_deleted() const {
   return args.is_deleted;
 }
 
+uintptr_t Buffer::unsafe_pointer() const {
+  auto args = PJRT_ARGS(PJRT_Buffer_UnsafePointer_Args);
+  args.buffer = buffer_;
+  check(plugin_->api(), plugin_->api()->PJRT_Buffer_UnsafePointer(&args),
+        "PJRT_Buffer_UnsafePointer");
+  return args.buffer_pointer;
+}
+
 }  // namespace tpu::pjrt

@@ -30,6 +30,9 @@ class Buffer {
   std::unique_ptr<Event> ready_event() const;
   // True once the buffer was donated to (consumed by) an execution.
   bool is_deleted() const;
+  // The plugin's address of the contents (PJRT_Buffer_UnsafePointer): host memory on
+  // the CPU plugin, device memory elsewhere. Valid while this Buffer lives.
+  uintptr_t unsafe_pointer() const;
 
  private:
   std::shared_ptr<const Plugin> plugin_;

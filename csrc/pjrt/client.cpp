@@ -127,6 +127,35 @@ BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
   return buffer;
 }
 
+BufferPtr Client::buffer_aliasing_host(const void* data, PJRT_Buffer_Type type,
+                                       const std::vector<int64_t>& dims, int device_index,
+                                       std::function<void()> release) const {
+  element_size(type);  // throws for types that would make the plugin abort
+  const PJRT_Api* api = plugin_->api();
+  auto args = PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args);
+  args.client = client_;
+  args.data = data;
+  args.type = type;
+  args.dims = dims.data();
+  args.num_dims = dims.size();
+  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
+  args.device = device(device_index);
+  try {
+    check(api, api->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
+  } catch (...) {
+    release();
+    throw;
+  }
+  auto buffer = std::make_shared<Buffer>(plugin_, args.buffer);
+  if (args.done_with_host_buffer == nullptr) {
+    release();
+  } else {
+    Event done(plugin_, args.done_with_host_buffer);
+    done.on_ready([release = std::move(release)](const std::string&) { release(); });
+  }
+  return buffer;
+}
+
 std::unique_ptr<Executable> Client::compile(const std::string& mlir) const {
   const PJRT_Api* api = plugin_->api();
   static const char kFormat[] = "mlir";

@@ -1,6 +1,7 @@
 #pragma once
 // Owner of one PJRT_Client: the devices of one plugin, transfers and compilation.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,6 +41,13 @@ class Client {
   // as soon as this returns.
   BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type,
                              const std::vector<int64_t>& dims, int device) const;
+  // A buffer that may alias `data` instead of copying it (kImmutableZeroCopy): the
+  // memory must stay alive and unchanged until `release` is called, which happens
+  // once the plugin is done with it (at once if it copied after all, otherwise when
+  // the buffer is destroyed).
+  BufferPtr buffer_aliasing_host(const void* data, PJRT_Buffer_Type type,
+                                 const std::vector<int64_t>& dims, int device,
+                                 std::function<void()> release) const;
 
   // Compiles StableHLO (MLIR text) into a portable executable: one that runs on
   // whichever single device Executable::execute names.

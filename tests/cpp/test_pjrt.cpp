@@ -1,3 +1,6 @@
+#include <atomic>
+#include <thread>
+#include <chrono>
 #include <gtest/gtest.h>
 
 #include <future>
@@ -79,6 +82,29 @@ TEST(Buffer, InvalidElementTypeNeverReachesThePlugin) {
                std::invalid_argument);
   EXPECT_THROW(shared_client().buffer_from_host(&x, static_cast<PJRT_Buffer_Type>(999), {}, 0),
                std::invalid_argument);
+}
+
+TEST(Buffer, CpuPluginPointerIsTheHostContents) {
+  float a[4] = {1, 2, 3, 4};
+  BufferPtr buffer = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
+  buffer->ready_event()->await();
+  const auto* contents = reinterpret_cast<const float*>(buffer->unsafe_pointer());
+  EXPECT_EQ(std::vector<float>(contents, contents + 4), std::vector<float>(a, a + 4));
+}
+
+TEST(Buffer, AliasingHostReleasesTheMemoryOnlyWhenDone) {
+  auto host = std::make_shared<std::vector<float>>(std::vector<float>{5, 6, 7, 8});
+  std::atomic<int> released{0};
+  {
+    BufferPtr buffer = shared_client().buffer_aliasing_host(
+        host->data(), PJRT_Buffer_Type_F32, {4}, 0, [&released] { ++released; });
+    std::vector<float> back(4, 0);
+    buffer->to_host(back.data(), back.size() * sizeof(float));
+    EXPECT_EQ(back, *host);
+  }
+  for (int i = 0; i < 1000 && released == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(released, 1);  // exactly once, after the buffer is gone
 }
 
 TEST(Executable, CompilesAndRuns) {

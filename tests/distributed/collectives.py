@@ -2,6 +2,7 @@
 rank against the same reduction computed with torch on the CPU from every rank's input.
 argv: backend name or "default" (init_process_group() with no backend)."""
 
+import os
 import sys
 
 import torch.distributed._functional_collectives as funcol  # noqa: E402
@@ -10,6 +11,12 @@ from common import assert_close, dist, finish, init, torch
 backend = None if sys.argv[1] == "default" else sys.argv[1]
 rank, world = init(backend)
 assert torch.tpu.current_device() == rank, "each rank uses its own device"
+torch.tpu.set_device(int(os.environ["LOCAL_RANK"]))  # the CUDA idiom works too
+assert torch.tpu.current_device() == rank
+if backend is None:
+    assert dist.get_default_backend_for_device("tpu") == "tpu_dist"
+scratch = torch.ones(2, device="tpu")
+scratch.record_stream(torch.tpu.current_stream())  # FSDP and DDP code calls it
 assert torch.device("tpu").index is None and torch.empty(1, device="tpu").device.index == rank
 
 R = dist.ReduceOp

@@ -1,8 +1,9 @@
 """torch.distributed on tpu: torch_tpu's c10d backend, registered at ``import torch_tpu``.
 
-The backend is called ``"tpu"`` (also ``"tpu_dist"``) and serves tpu and cpu tensors. It
-is the default for the device, so ``init_process_group()`` and
-``init_device_mesh("tpu", ...)`` pick it; under torchrun each rank uses its own device.
+The backend is called ``"tpu"`` and ``"tpu_dist"`` (one backend, two names; TorchTPU's
+name is the device's default) and serves tpu and cpu tensors. It is the default for the
+device, so ``init_process_group()`` and ``init_device_mesh("tpu", ...)`` pick it; under
+torchrun each rank uses its own device (``tpu:LOCAL_RANK``).
 
 >>> import torch.distributed as dist
 >>> dist.init_process_group("tpu")  # doctest: +SKIP
@@ -71,7 +72,8 @@ def _register() -> None:
         dist.Backend.register_backend(
             name, _create_backend, extended_api=True, devices=["tpu", "cpu"]
         )
-    dist.Backend.default_device_backend_map["tpu"] = BACKEND_NAMES[0]
+    # TorchTPU maps the device to "tpu_dist"; code that looks the name up finds the same.
+    dist.Backend.default_device_backend_map["tpu"] = "tpu_dist"
     _fix_default_backend_type()
 
 
