@@ -37,3 +37,26 @@ def test_example_runs_natively_and_matches_cpu(example, mode):
         env=env,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+
+
+@pytest.mark.parametrize("example", ["train_ddp", "train_fsdp"])
+def test_distributed_example_under_torchrun(example):
+    """The README's torchrun commands: 2 ranks, natively, checked against one process."""
+    env = {**os.environ, "TORCH_TPU_CPU_FALLBACK": "error", "PYTHONPATH": ROOT}
+    env.pop("TORCH_TPU_CPU_DEVICES", None)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            "--master_port=0",
+            os.path.join(ROOT, "examples", f"{example}.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-4000:]
+    assert "OK" in result.stdout

@@ -1,9 +1,8 @@
 #include "aten/host_access.h"
 
-#include <c10/core/DeviceGuard.h>
-
 #include <ATen/ops/empty.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/accumulate.h>
 #include <c10/util/strides.h>
 

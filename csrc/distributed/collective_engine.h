@@ -5,10 +5,10 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <torch/csrc/distributed/c10d/Types.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <cstdint>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 namespace tpu::distributed {
@@ -24,8 +24,7 @@ class CollectiveEngine {
   virtual ~CollectiveEngine() = default;
   virtual const char* name() const = 0;
 
-  virtual WorkPtr all_reduce(const std::vector<at::Tensor>& tensors,
-                             const c10d::ReduceOp& op) = 0;
+  virtual WorkPtr all_reduce(const std::vector<at::Tensor>& tensors, const c10d::ReduceOp& op) = 0;
   virtual WorkPtr reduce(const at::Tensor& tensor, int root, const c10d::ReduceOp& op) = 0;
   virtual WorkPtr broadcast(const at::Tensor& tensor, int root) = 0;
   // output: world_size blocks of input's elements, block r from rank r.

@@ -48,8 +48,7 @@ ReduceCarrier reduce_carrier(at::ScalarType dtype, const c10d::ReduceOp& op) {
   if (dtype == at::kBool) {
     carrier.dtype = at::kByte;
     if (carrier.op.op_ == c10d::ReduceOp::SUM) carrier.op = c10d::ReduceOp(c10d::ReduceOp::MAX);
-    if (carrier.op.op_ == c10d::ReduceOp::PRODUCT)
-      carrier.op = c10d::ReduceOp(c10d::ReduceOp::MIN);
+    if (carrier.op.op_ == c10d::ReduceOp::PRODUCT) carrier.op = c10d::ReduceOp(c10d::ReduceOp::MIN);
   }
   if (at::isComplexType(dtype)) carrier.dtype = c10::toRealValueType(dtype);
   return carrier;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 namespace tpu::distributed {

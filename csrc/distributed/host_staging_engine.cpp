@@ -198,10 +198,10 @@ WorkPtr HostStagingEngine::send(const at::Tensor& tensor, int dst, int tag) {
   // A header first, so the receiver can check the payload before taking it: gloo
   // aborts the process when a message is larger than the posted buffer.
   at::Tensor payload = to_host(tensor);
-  at::Tensor header = at::tensor(
-      {kHeaderMagic, static_cast<int64_t>(tensor.scalar_type()), tensor.numel(),
-       static_cast<int64_t>(tensor.numel() * tensor.element_size())},
-      at::kLong);
+  at::Tensor header =
+      at::tensor({kHeaderMagic, static_cast<int64_t>(tensor.scalar_type()), tensor.numel(),
+                  static_cast<int64_t>(tensor.numel() * tensor.element_size())},
+                 at::kLong);
   std::vector<at::Tensor> header_list{header};
   std::vector<at::Tensor> payload_list{as_bytes(payload)};
   WorkPtr header_work = gloo_->send(header_list, dst, tag);

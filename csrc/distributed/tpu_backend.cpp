@@ -18,9 +18,9 @@ using WorkList = std::vector<at::Tensor>;
 namespace {
 
 const char* op_name(int64_t kind) {
-  static const char* const names[] = {"broadcast",      "all_reduce", "reduce",  "all_gather",
-                                      "reduce_scatter", "all_to_all", "gather",  "scatter",
-                                      "barrier"};
+  static const char* const names[] = {"broadcast",  "all_reduce",     "reduce",
+                                      "all_gather", "reduce_scatter", "all_to_all",
+                                      "gather",     "scatter",        "barrier"};
   return kind >= 0 && kind < 9 ? names[kind] : "unknown collective";
 }
 
@@ -55,9 +55,8 @@ void check_same(const char* op, const at::Tensor& first, const WorkList& others,
   check_tensor(op, first);
   for (const at::Tensor& t : others) {
     check_tensor(op, t);
-    TORCH_CHECK_VALUE(t.device() == first.device(), op,
-                      ": all tensors must be on one device, got ", first.device(), " and ",
-                      t.device());
+    TORCH_CHECK_VALUE(t.device() == first.device(), op, ": all tensors must be on one device, got ",
+                      first.device(), " and ", t.device());
     TORCH_CHECK_TYPE(!same_dtype || t.scalar_type() == first.scalar_type(), op,
                      ": all tensors must have one dtype, got ", first.scalar_type(), " and ",
                      t.scalar_type());
@@ -95,20 +94,19 @@ std::vector<int64_t> rows_split(const char* what, const std::vector<int64_t>& gi
   int64_t rows = t.dim() == 0 ? 1 : t.size(0);
   if (given.empty()) {
     TORCH_CHECK_VALUE(rows % size == 0, "all_to_all_single: the ", what, " tensor's ", rows,
-                      " rows do not split evenly over ", size,
-                      " ranks; pass split sizes");
+                      " rows do not split evenly over ", size, " ranks; pass split sizes");
     return std::vector<int64_t>(size, rows / size);
   }
   TORCH_CHECK_VALUE(static_cast<int>(given.size()) == size, "all_to_all_single: ", what,
-                    " split sizes has ", given.size(), " entries, expected one per rank (",
-                    size, ")");
+                    " split sizes has ", given.size(), " entries, expected one per rank (", size,
+                    ")");
   int64_t total = 0;
   for (int64_t s : given) {
     TORCH_CHECK_VALUE(s >= 0, "all_to_all_single: negative ", what, " split size ", s);
     total += s;
   }
-  TORCH_CHECK_VALUE(total == rows, "all_to_all_single: ", what, " split sizes add up to ",
-                    total, " but the tensor has ", rows, " rows");
+  TORCH_CHECK_VALUE(total == rows, "all_to_all_single: ", what, " split sizes add up to ", total,
+                    " but the tensor has ", rows, " rows");
   return given;
 }
 
@@ -194,8 +192,7 @@ void TpuBackend::agree(const Record& mine, const std::vector<int64_t>& input_spl
       same = first[1] == theirs[1];
     }
     TORCH_CHECK(same, "Detected mismatch between collectives on ranks: rank 0 called ",
-                Record::describe(first), ", rank ", other, " called ",
-                Record::describe(theirs));
+                Record::describe(first), ", rank ", other, " called ", Record::describe(theirs));
   }
   if (mine.kind != kAllToAll) return;
   for (int src = 0; src < size_; ++src) {
@@ -270,8 +267,8 @@ c10::intrusive_ptr<Work> TpuBackend::allgather(std::vector<WorkList>& outputs, W
   TORCH_CHECK_VALUE(static_cast<int>(list.size()) == size_, "all_gather: the output list has ",
                     list.size(), " tensors, expected one per rank (", size_, ")");
   for (const at::Tensor& o : list)
-    TORCH_CHECK_VALUE(o.numel() == input.numel(), "all_gather: an output tensor has ",
-                      o.numel(), " elements, the input ", input.numel());
+    TORCH_CHECK_VALUE(o.numel() == input.numel(), "all_gather: an output tensor has ", o.numel(),
+                      " elements, the input ", input.numel());
   agree(Record::of(kAllGather, input, input.numel()));
   at::Tensor flat = at::empty({size_ * input.numel()}, input.options());
   engine_->all_gather(flat, input)->wait();
@@ -314,8 +311,7 @@ c10::intrusive_ptr<Work> TpuBackend::gather(std::vector<WorkList>& outputs, Work
   WorkList list;
   if (rank_ == root) {
     TORCH_CHECK_VALUE(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
-                      "gather: the root needs a list of one output tensor per rank (", size_,
-                      ")");
+                      "gather: the root needs a list of one output tensor per rank (", size_, ")");
     list = outputs[0];
     for (const at::Tensor& o : list)
       TORCH_CHECK_VALUE(o.numel() == input.numel(), "gather: an output tensor has ", o.numel(),
@@ -353,15 +349,14 @@ c10::intrusive_ptr<Work> TpuBackend::scatter(WorkList& outputs, std::vector<Work
   return engine_->scatter(output, list, root);
 }
 
-c10::intrusive_ptr<Work> TpuBackend::_reduce_scatter_base(
-    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+c10::intrusive_ptr<Work> TpuBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                          const c10d::ReduceScatterOptions& opts) {
   NoAutograd no_autograd;
   check_same("reduce_scatter_tensor", output, {input});
   check_reduction("reduce_scatter_tensor", input, opts.reduceOp);
   TORCH_CHECK_VALUE(input.numel() == output.numel() * size_,
-                    "reduce_scatter_tensor: the input has ", input.numel(),
-                    " elements, expected ", size_, " x ", output.numel(),
-                    " (world size x output)");
+                    "reduce_scatter_tensor: the input has ", input.numel(), " elements, expected ",
+                    size_, " x ", output.numel(), " (world size x output)");
   agree(Record::of(kReduceScatter, output, output.numel(), -1, opts.reduceOp.op_));
   return engine_->reduce_scatter(output, input, opts.reduceOp);
 }
@@ -412,10 +407,9 @@ c10::intrusive_ptr<Work> TpuBackend::alltoall_base(at::Tensor& output, at::Tenso
 c10::intrusive_ptr<Work> TpuBackend::alltoall(WorkList& outputs, WorkList& inputs,
                                               const c10d::AllToAllOptions& /*opts*/) {
   NoAutograd no_autograd;
-  TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == size_ &&
-                        static_cast<int>(outputs.size()) == size_,
-                    "all_to_all: expected one input and one output tensor per rank (", size_,
-                    ")");
+  TORCH_CHECK_VALUE(
+      static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+      "all_to_all: expected one input and one output tensor per rank (", size_, ")");
   check_same("all_to_all", inputs[0], inputs);
   check_same("all_to_all", inputs[0], outputs);
   std::vector<int64_t> in_elements, out_elements;
@@ -449,8 +443,7 @@ c10::intrusive_ptr<Work> TpuBackend::recv(WorkList& tensors, int src, int tag) {
 
 c10::intrusive_ptr<Work> TpuBackend::recvAnysource(WorkList& /*tensors*/, int /*tag*/) {
   NoAutograd no_autograd;
-  TORCH_CHECK(false,
-              "recv without a source rank is not supported by the tpu backend: pass src=");
+  TORCH_CHECK(false, "recv without a source rank is not supported by the tpu backend: pass src=");
 }
 
 c10::intrusive_ptr<Work> TpuBackend::barrier(const c10d::BarrierOptions& /*opts*/) {

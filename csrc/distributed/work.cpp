@@ -18,8 +18,7 @@ CompletedWork::CompletedWork(int rank, c10d::OpType type, std::vector<at::Tensor
   future_->markCompleted(c10::IValue(outputs_));
 }
 
-SteppedWork::SteppedWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
-                         Step step)
+SteppedWork::SteppedWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, Step step)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
       step_(std::move(step)),

@@ -4,10 +4,10 @@
 #pragma once
 
 #include <ATen/core/ivalue.h>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <functional>
 #include <mutex>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 namespace tpu::distributed {

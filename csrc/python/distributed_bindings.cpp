@@ -1,9 +1,9 @@
 // torch_tpu._C._distributed: builds the c10d backend of torch_tpu from a gloo backend
 // that Python made (torch ships no gloo headers, so C++ cannot make one).
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/utils/pybind.h>
 
 #include <memory>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "distributed/host_staging_engine.h"
 #include "distributed/tpu_backend.h"
@@ -26,8 +26,8 @@ void register_distributed_bindings(py::module& m) {
       py::call_guard<py::gil_scoped_release>());
   d.def("engine_name", [](const c10::intrusive_ptr<c10d::Backend>& backend) -> std::string {
     auto* tpu_backend = dynamic_cast<distributed::TpuBackend*>(backend.get());
-    TORCH_CHECK_VALUE(tpu_backend != nullptr, "not a torch_tpu backend: ",
-                      backend->getBackendName());
+    TORCH_CHECK_VALUE(tpu_backend != nullptr,
+                      "not a torch_tpu backend: ", backend->getBackendName());
     return tpu_backend->engine().name();
   });
 }

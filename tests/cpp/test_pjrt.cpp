@@ -1,9 +1,9 @@
-#include <atomic>
-#include <thread>
-#include <chrono>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <future>
+#include <thread>
 #include <vector>
 
 #include "pjrt/client.h"
@@ -96,8 +96,8 @@ TEST(Buffer, AliasingHostReleasesTheMemoryOnlyWhenDone) {
   auto host = std::make_shared<std::vector<float>>(std::vector<float>{5, 6, 7, 8});
   std::atomic<int> released{0};
   {
-    BufferPtr buffer = shared_client().buffer_aliasing_host(
-        host->data(), PJRT_Buffer_Type_F32, {4}, 0, [&released] { ++released; });
+    BufferPtr buffer = shared_client().buffer_aliasing_host(host->data(), PJRT_Buffer_Type_F32, {4},
+                                                            0, [&released] { ++released; });
     std::vector<float> back(4, 0);
     buffer->to_host(back.data(), back.size() * sizeof(float));
     EXPECT_EQ(back, *host);
