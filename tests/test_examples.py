@@ -39,6 +39,14 @@ def test_example_runs_natively_and_matches_cpu(example, mode):
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.mark.parametrize("example", ["train_ddp", "train_fsdp"])
 def test_distributed_example_under_torchrun(example):
     """The README's torchrun commands: 2 ranks, natively, checked against one process."""
@@ -50,7 +58,7 @@ def test_distributed_example_under_torchrun(example):
             "-m",
             "torch.distributed.run",
             "--nproc_per_node=2",
-            "--master_port=0",
+            f"--master_port={_free_port()}",
             os.path.join(ROOT, "examples", f"{example}.py"),
         ],
         capture_output=True,
