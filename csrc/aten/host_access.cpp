@@ -28,7 +28,9 @@ bool device_memory_is_host() {
 
 // The storage of t when t is all of it, in the storage's own dtype; else null.
 runtime::DeviceStorage* whole_storage(const at::Tensor& t) {
+  if (t.numel() == 0) return nullptr;
   runtime::DeviceStorage* storage = device_storage(t.storage());
+  if (storage == nullptr) return nullptr;  // never written: no buffer yet
   bool whole = t.is_contiguous() && t.storage_offset() == 0 &&
                static_cast<size_t>(t.numel()) * t.element_size() == storage->nbytes();
   return whole ? storage : nullptr;

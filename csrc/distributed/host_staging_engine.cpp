@@ -216,22 +216,28 @@ WorkPtr HostStagingEngine::send(const at::Tensor& tensor, int dst, int tag) {
                                           std::vector<at::Tensor>{tensor}, step);
 }
 
+struct HostStagingEngine::RecvPosting {
+  std::mutex mutex;
+  std::condition_variable posted_cv;
+  bool posted = false;
+  std::exception_ptr error;
+  WorkPtr payload_work;
+};
+
 WorkPtr HostStagingEngine::recv(const at::Tensor& tensor, int src, int tag) {
   // The payload's receive is posted as soon as the header has arrived and been
   // checked, by a helper thread: the caller may wait on its own sends first (as
   // batch_isend_irecv's works are waited in order), and gloo's sends complete only
   // once the matching receive is posted.
-  struct Posting {
-    std::mutex mutex;
-    std::condition_variable posted_cv;
-    bool posted = false;
-    std::exception_ptr error;
-    WorkPtr payload_work;
-  };
-  auto posting = std::make_shared<Posting>();
+  auto posting = std::make_shared<RecvPosting>();
+  std::shared_ptr<RecvPosting> previous;
+  {
+    std::lock_guard<std::mutex> lock(recv_order_mutex_);
+    std::shared_ptr<RecvPosting>& last = last_recv_[{src, tag}];
+    previous = last;
+    last = posting;
+  }
   auto header = at::zeros({4}, at::kLong);
-  std::vector<at::Tensor> header_list{header};
-  WorkPtr header_work = gloo_->recv(header_list, src, tag);
   at::Tensor host = host_target(tensor);
   at::Tensor host_bytes = as_bytes(host);
   at::ScalarType dtype = tensor.scalar_type();
@@ -242,6 +248,12 @@ WorkPtr HostStagingEngine::recv(const at::Tensor& tensor, int src, int tag) {
     std::exception_ptr error;
     WorkPtr payload_work;
     try {
+      if (previous) {
+        std::unique_lock<std::mutex> lock(previous->mutex);
+        previous->posted_cv.wait(lock, [&] { return previous->posted; });
+      }
+      std::vector<at::Tensor> header_list{header};
+      WorkPtr header_work = gloo->recv(header_list, src, tag);
       header_work->wait();
       const int64_t* h = header.data_ptr<int64_t>();
       TORCH_CHECK(h[0] == kHeaderMagic, "recv from rank ", src,

@@ -4,7 +4,11 @@
 // tensors before any later device op can read them.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <utility>
 
 #include "distributed/collective_engine.h"
 
@@ -39,7 +43,14 @@ class HostStagingEngine final : public CollectiveEngine {
   WorkPtr done(c10d::OpType type, std::vector<at::Tensor> outputs) const;
   void reduce_on_host(at::Tensor& host, const c10d::ReduceOp& op, bool all, int root);
 
+  struct RecvPosting;
+
   c10::intrusive_ptr<c10d::Backend> gloo_;
+  // The latest receive from each (peer, tag): gloo matches messages to receives in
+  // the order they were posted, so a receive posts its header only after the one
+  // before it on the same (peer, tag) has posted its payload.
+  std::mutex recv_order_mutex_;
+  std::map<std::pair<int, int>, std::shared_ptr<RecvPosting>> last_recv_;
   int rank_;
   int size_;
 };

@@ -280,15 +280,20 @@ c10::intrusive_ptr<Work> TpuBackend::allgather_coalesced(std::vector<WorkList>& 
                                                          WorkList& inputs,
                                                          const c10d::AllgatherOptions& opts) {
   NoAutograd no_autograd;
-  TORCH_CHECK_VALUE(outputs.size() == inputs.size(),
-                    "all_gather_coalesced: one output list per input expected");
+  // outputs[r][i] receives rank r's inputs[i].
+  TORCH_CHECK_VALUE(static_cast<int>(outputs.size()) == size_,
+                    "all_gather_coalesced: expected one output list per rank (", size_, ")");
+  for (const WorkList& list : outputs)
+    TORCH_CHECK_VALUE(list.size() == inputs.size(),
+                      "all_gather_coalesced: each output list needs one tensor per input");
   WorkList results;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::vector<WorkList> out{outputs[i]};
+    std::vector<WorkList> out(1);
+    for (int r = 0; r < size_; ++r) out[0].push_back(outputs[r][i]);
     WorkList in{inputs[i]};
     allgather(out, in, opts);
-    results.insert(results.end(), outputs[i].begin(), outputs[i].end());
   }
+  for (const WorkList& list : outputs) results.insert(results.end(), list.begin(), list.end());
   return c10::make_intrusive<CompletedWork>(rank_, c10d::OpType::ALLGATHER_COALESCED, results);
 }
 

@@ -336,4 +336,20 @@ if rank % 2 == 0:
         "subgroup all_reduce",
     )
 
+# empty tensors, and two receives outstanding from one peer on one tag
+empty = torch.empty(0, device="tpu")
+dist.all_reduce(empty)
+dist.broadcast(torch.empty(0, 3, device="tpu"), src=0)
+assert empty.numel() == 0
+first, second = torch.zeros(2, device="tpu"), torch.zeros(5, device="tpu")
+works = [dist.irecv(first, src=prv), dist.irecv(second, src=prv)]
+works += [
+    dist.isend(torch.full((2,), 1.0 + rank, device="tpu"), dst=nxt),
+    dist.isend(torch.full((5,), 10.0 + rank, device="tpu"), dst=nxt),
+]
+for w in works:
+    w.wait()
+assert_close(first, torch.full((2,), 1.0 + prv), "first of two outstanding receives")
+assert_close(second, torch.full((5,), 10.0 + prv), "second of two outstanding receives")
+
 finish()
