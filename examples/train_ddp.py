@@ -93,6 +93,21 @@ def train_single(device) -> tuple[GPT, list[float]]:
     return model, losses
 
 
+def check_against_single(label: str, losses: list[float], params: dict, device) -> float:
+    """Trains one process on the whole batch and asserts that `params` (name -> CPU tensor)
+    match its parameters and that the loss fell; returns the largest difference."""
+    single, single_losses = train_single(device)
+    for i in (0, 1, 2, 4, 9, 14, 19):
+        print(f"step {i + 1:3d}  loss {label} {losses[i]:.5f}   single {single_losses[i]:.5f}")
+    worst = 0.0
+    for name, q in single.named_parameters():
+        p, q = params[name], q.detach().cpu()
+        worst = max(worst, (p - q).abs().max().item())
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+    assert losses[-1] < 0.5 * losses[0], f"the loss did not fall: {losses[0]} -> {losses[-1]}"
+    return worst
+
+
 def main() -> None:
     rank, world = init_world()
     assert BATCH % world == 0, f"the global batch {BATCH} does not divide by {world} ranks"
@@ -101,17 +116,8 @@ def main() -> None:
     devices = [None] * world
     dist.all_gather_object(devices, str(next(model.parameters()).device))
     if rank == 0:
-        single, single_losses = train_single(device)
-        for i in (0, 1, 2, 4, 9, 14, 19):
-            print(f"step {i + 1:3d}  loss ddp {losses[i]:.5f}   single {single_losses[i]:.5f}")
-        worst = 0.0
-        for (name, p), q in zip(model.named_parameters(), single.parameters()):
-            p, q = p.detach().cpu(), q.detach().cpu()
-            worst = max(worst, (p - q).abs().max().item())
-            torch.testing.assert_close(
-                p, q, rtol=1e-5, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}"
-            )
-        assert losses[-1] < 0.5 * losses[0], f"the loss did not fall: {losses[0]} -> {losses[-1]}"
+        params = {name: p.detach().cpu() for name, p in model.named_parameters()}
+        worst = check_against_single("ddp", losses, params, device)
         print(
             f"{world} rank(s) on {', '.join(devices)}: loss {losses[0]:.3f} -> "
             f"{losses[-1]:.3f}; parameters match one process on the whole batch within {worst:.1e}"

@@ -27,7 +27,15 @@ from torch.distributed.fsdp import fully_shard
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt import batches  # noqa: E402
-from train_ddp import BATCH, STEPS, init_world, make_model, make_optimizer, step, train_single  # noqa: E402
+from train_ddp import (  # noqa: E402
+    BATCH,
+    STEPS,
+    check_against_single,
+    init_world,
+    make_model,
+    make_optimizer,
+    step,
+)
 
 import torch_tpu  # noqa: E402,F401
 
@@ -62,17 +70,7 @@ def main() -> None:
     local = next(model.parameters()).to_local()
     dist.all_gather_object(shards, f"{local.device} {tuple(local.shape)}")
     if rank == 0:
-        single, single_losses = train_single(torch.device("tpu"))
-        for i in (0, 1, 2, 4, 9, 14, 19):
-            print(f"step {i + 1:3d}  loss fsdp {losses[i]:.5f}   single {single_losses[i]:.5f}")
-        worst = 0.0
-        for name, q in single.named_parameters():
-            p, q = full[name], q.detach().cpu()
-            worst = max(worst, (p - q).abs().max().item())
-            torch.testing.assert_close(
-                p, q, rtol=1e-5, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}"
-            )
-        assert losses[-1] < 0.5 * losses[0], f"the loss did not fall: {losses[0]} -> {losses[-1]}"
+        worst = check_against_single("fsdp", losses, full, torch.device("tpu"))
         print(f"first parameter's shard per rank: {', '.join(shards)}")
         print(
             f"{world} rank(s): loss {losses[0]:.3f} -> {losses[-1]:.3f}; parameters match one "

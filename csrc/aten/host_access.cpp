@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "aten/dtype.h"
+#include "aten/program.h"
 #include "aten/storage.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
@@ -20,11 +21,6 @@
 namespace tpu::aten {
 
 namespace {
-
-bool device_memory_is_host() {
-  static const bool cpu = runtime::Runtime::get().client().platform_name() == "cpu";
-  return cpu;
-}
 
 // The storage of t when t is all of it, in the storage's own dtype; else null.
 runtime::DeviceStorage* whole_storage(const at::Tensor& t) {
@@ -93,7 +89,7 @@ at::Tensor staging_tensor(at::IntArrayRef sizes, at::ScalarType dtype) {
 
 void read_to_host(const at::Tensor& src, const at::Tensor& dst) {
   TORCH_INTERNAL_ASSERT(same_layout(src, dst));
-  runtime::DeviceStorage* storage = device_memory_is_host() ? whole_storage(src) : nullptr;
+  runtime::DeviceStorage* storage = on_xla_cpu() ? whole_storage(src) : nullptr;
   if (src.numel() == 0) return;
   if (storage == nullptr || !storage->has_buffer() ||
       storage->element_type() != element_type(src.scalar_type())) {
@@ -111,7 +107,7 @@ void read_to_host(const at::Tensor& src, const at::Tensor& dst) {
 
 void adopt_host(const at::Tensor& dst, const at::Tensor& host) {
   TORCH_INTERNAL_ASSERT(same_layout(dst, host));
-  runtime::DeviceStorage* storage = device_memory_is_host() ? whole_storage(dst) : nullptr;
+  runtime::DeviceStorage* storage = on_xla_cpu() ? whole_storage(dst) : nullptr;
   if (dst.numel() == 0) return;
   if (storage == nullptr) {
     at::Tensor out = dst;

@@ -83,6 +83,8 @@ bool has_nan_or_inf(const pjrt::BufferPtr& buffer, const hlo::Value& value, int 
   return !all_finite;
 }
 
+}  // namespace
+
 // Lowerings for the CPU plugin work around XLA:CPU's code generator (see
 // hlo::Builder::set_for_xla_cpu); TPU and GPU compilers need none of it.
 // Asked once per op: cached, as a process never switches plugins (Runtime::initialize).
@@ -90,8 +92,6 @@ bool on_xla_cpu() {
   static const bool cpu = runtime::Runtime::get().client().platform_name() == "cpu";
   return cpu;
 }
-
-}  // namespace
 
 Program::Program(const char* op_name) : op_name_(op_name) {
   builder_.set_for_xla_cpu(on_xla_cpu());

@@ -21,6 +21,9 @@
 
 namespace tpu::aten {
 
+// Whether the plugin is XLA:CPU, whose device memory is host memory (cached).
+bool on_xla_cpu();
+
 class Program {
  public:
   explicit Program(const char* op_name);

@@ -27,6 +27,14 @@ at::Tensor scratch_copy(const at::Tensor& t) {
   return host.is_cpu() && t.is_cpu() && host.data_ptr() == t.data_ptr() ? host.clone() : host;
 }
 
+// AVG after gloo's SUM; integers round toward zero, as NCCL's average does.
+void divide_for_average(at::Tensor& summed, int size) {
+  if (at::isFloatingType(summed.scalar_type()))
+    summed.div_(size);
+  else
+    summed.copy_(at::div(summed, size, "trunc"));
+}
+
 std::vector<int64_t> byte_splits(const std::vector<int64_t>& splits, int64_t element_size) {
   std::vector<int64_t> bytes(splits);
   for (int64_t& b : bytes) b *= element_size;
@@ -64,12 +72,7 @@ void HostStagingEngine::reduce_on_host(at::Tensor& host, const c10d::ReduceOp& o
     options.rootRank = root;
     gloo_->reduce(tensors, options)->wait();
   }
-  if (carrier.average) {
-    if (at::isFloatingType(wire.scalar_type()))
-      wire.div_(size_);
-    else
-      wire.copy_(at::div(wire, size_, "trunc"));
-  }
+  if (carrier.average) divide_for_average(wire, size_);
   if (!at::isComplexType(host.scalar_type())) host = wire;
 }
 
@@ -129,12 +132,7 @@ WorkPtr HostStagingEngine::reduce_scatter(const at::Tensor& output, const at::Te
   at::Tensor out_flat = out.reshape({-1});
   at::Tensor in_flat = in.reshape({-1});
   gloo_->_reduce_scatter_base(out_flat, in_flat, options)->wait();
-  if (carrier.average) {
-    if (at::isFloatingType(out.scalar_type()))
-      out.div_(size_);
-    else
-      out.copy_(at::div(out, size_, "trunc"));
-  }
+  if (carrier.average) divide_for_average(out, size_);
   write_back(output, at::isComplexType(output.scalar_type()) ? at::view_as_complex(out) : out);
   return done(c10d::OpType::_REDUCE_SCATTER_BASE, {output});
 }

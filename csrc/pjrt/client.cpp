@@ -106,8 +106,9 @@ DeviceInfo Client::device_info(int index) const {
   return info;
 }
 
-BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
-                                   const std::vector<int64_t>& dims, int device_index) const {
+BufferPtr Client::upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                         int device_index, PJRT_HostBufferSemantics semantics,
+                         std::function<void()> done_with_host) const {
   element_size(type);  // throws for types that would make the plugin abort
   const PJRT_Api* api = plugin_->api();
   auto args = PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args);
@@ -116,44 +117,37 @@ BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
   args.type = type;
   args.dims = dims.data();
   args.num_dims = dims.size();
-  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  args.host_buffer_semantics = semantics;
   args.device = device(device_index);
-  check(api, api->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
+  try {
+    check(api, api->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
+  } catch (...) {
+    done_with_host();
+    throw;
+  }
   auto buffer = std::make_shared<Buffer>(plugin_, args.buffer);
-  if (args.done_with_host_buffer != nullptr) {
+  if (args.done_with_host_buffer == nullptr) {
+    done_with_host();
+  } else {
     Event done(plugin_, args.done_with_host_buffer);
-    done.await();  // with kImmutableOnlyDuringCall this has already fired
+    done.on_ready(
+        [done_with_host = std::move(done_with_host)](const std::string&) { done_with_host(); });
   }
   return buffer;
+}
+
+BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
+                                   const std::vector<int64_t>& dims, int device_index) const {
+  // The plugin has copied the data when the call returns: nothing to wait for.
+  return upload(data, type, dims, device_index, PJRT_HostBufferSemantics_kImmutableOnlyDuringCall,
+                [] {});
 }
 
 BufferPtr Client::buffer_aliasing_host(const void* data, PJRT_Buffer_Type type,
                                        const std::vector<int64_t>& dims, int device_index,
                                        std::function<void()> release) const {
-  element_size(type);  // throws for types that would make the plugin abort
-  const PJRT_Api* api = plugin_->api();
-  auto args = PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args);
-  args.client = client_;
-  args.data = data;
-  args.type = type;
-  args.dims = dims.data();
-  args.num_dims = dims.size();
-  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy;
-  args.device = device(device_index);
-  try {
-    check(api, api->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
-  } catch (...) {
-    release();
-    throw;
-  }
-  auto buffer = std::make_shared<Buffer>(plugin_, args.buffer);
-  if (args.done_with_host_buffer == nullptr) {
-    release();
-  } else {
-    Event done(plugin_, args.done_with_host_buffer);
-    done.on_ready([release = std::move(release)](const std::string&) { release(); });
-  }
-  return buffer;
+  return upload(data, type, dims, device_index, PJRT_HostBufferSemantics_kImmutableZeroCopy,
+                std::move(release));
 }
 
 std::unique_ptr<Executable> Client::compile(const std::string& mlir) const {

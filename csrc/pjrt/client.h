@@ -59,6 +59,12 @@ class Client {
   PJRT_Device* device(int index) const;
 
  private:
+  // PJRT_Client_BufferFromHostBuffer; done_with_host runs once the plugin no longer
+  // reads `data` (also when the call fails).
+  BufferPtr upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
+                   int device, PJRT_HostBufferSemantics semantics,
+                   std::function<void()> done_with_host) const;
+
   std::shared_ptr<const Plugin> plugin_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;

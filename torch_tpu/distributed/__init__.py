@@ -98,21 +98,14 @@ def _fix_default_backend_type() -> None:
 
 
 def _marked_gloo_without_gloo(pg: dist.ProcessGroup) -> bool:
-    try:
-        if pg._get_backend_name() != "undefined" and str(pg._get_backend_name()) != "gloo":
-            return False
-        backend = pg._get_backend(torch.device("tpu"))
-    except RuntimeError:
-        return False
-    try:
-        _C._distributed.engine_name(backend)
-    except (ValueError, RuntimeError):
+    """Whether torch marked ``pg`` GLOO though only our backend serves it (no cpu backend)."""
+    if not is_tpu_backend(pg):
         return False
     try:
         pg._get_backend(torch.device("cpu"))
-        return False  # a cpu backend exists: nothing to fix
     except RuntimeError:
         return True
+    return False
 
 
 def _use_rank_device() -> None:
