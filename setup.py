@@ -54,4 +54,7 @@ setup(
     cmdclass={"build_ext": CMakeBuild},
     install_requires=["torch==2.13.0", "xla-cpu-pjrt==0.0.1", "numpy"],
     python_requires=">=3.10",
+    # PyTorch imports this with torch itself, so programs that never name torch_tpu
+    # (torchrun -m torchtitan.train, PyTorch's device tests) find the tpu device.
+    entry_points={"torch.backends": ["torch_tpu = torch_tpu._autoload:load"]},
 )

@@ -5,16 +5,23 @@ is first imported, so ``torch.compile(model, backend="tpu")`` works right after
 The backend is entered into Dynamo's registry as an entry point, the form the
 registry already loads lazily: ``torch_tpu.dynamo`` (AOTAutograd and friends) is only
 imported by the first ``torch.compile(..., backend="tpu")``.
+
+Inductor has no code generator for the tpu device, so a graph that Dynamo hands to
+Inductor (``torch.compile(fn)`` with the default backend, as libraries such as
+TorchTitan's FlexAttention do) whose inputs are tpu tensors is compiled by the tpu
+backend instead; Inductor's options mean nothing there and are ignored. Graphs of CPU
+or CUDA tensors still go to Inductor.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import sys
+import logging
 from importlib.metadata import EntryPoint
 
-_TRIGGER = "torch._dynamo"
+import torch
+
+from torch_tpu._import_hooks import after_import
+
 _BACKEND = EntryPoint(name="tpu", value="torch_tpu.dynamo:backend", group="torch_dynamo_backends")
 
 
@@ -25,36 +32,44 @@ def _register() -> None:
 
     registry._BACKENDS.setdefault("tpu", _BACKEND)
     _device_interface.register()
+    _route_tpu_graphs_from_inductor()
 
 
-class _Loader(importlib.abc.Loader):
-    """Runs the real loader, then registers: Dynamo is complete at that point."""
-
-    def __init__(self, loader: importlib.abc.Loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self._loader.exec_module(module)
-        _register()
+_log = logging.getLogger("torch_tpu")
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != _TRIGGER:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _Loader(spec.loader)
-        return spec
+def _on_tpu(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "tpu"
+
+
+def _touches_tpu(gm: torch.fx.GraphModule, inputs) -> bool:
+    """Whether the graph reads or makes a tpu tensor (a graph may create all its
+    tensors itself, e.g. ``torch.arange(n, device="tpu")``)."""
+    if any(_on_tpu(x) for x in inputs):
+        return True
+    return any(_on_tpu(node.meta.get("example_value")) for node in gm.graph.nodes)
+
+
+def _route_tpu_graphs_from_inductor() -> None:
+    wrapper = torch._TorchCompileInductorWrapper
+    inductor_call = wrapper.__call__
+    if getattr(inductor_call, "_torch_tpu", False):
+        return
+
+    def __call__(self, model_, inputs_):
+        if not _touches_tpu(model_, inputs_):
+            return inductor_call(self, model_, inputs_)
+        from torch_tpu import dynamo
+
+        if self.config:
+            _log.info("tpu graph compiled by the tpu backend; Inductor options ignored: %s",
+                      sorted(self.config))
+        return dynamo.backend(model_, inputs_)
+
+    __call__._torch_tpu = True
+    wrapper.__call__ = __call__
 
 
 def install() -> None:
     """Registers now if Dynamo is already imported, else when it is."""
-    if _TRIGGER in sys.modules:
-        _register()
-    elif not any(isinstance(finder, _Finder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    after_import("torch._dynamo", _register)

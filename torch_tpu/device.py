@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from torch_tpu import _C
+from torch_tpu import _C, _peak_flops
 
 
 def _index(device: Any = None) -> int:
@@ -85,21 +85,34 @@ def synchronize(device: Any = None) -> None:
 
 
 def get_device_name(device: Any = None) -> str:
-    """The device kind the plugin reports, e.g. ``"cpu"`` or ``"TPU v5 lite"``."""
-    return _C._device_properties(_index(device))["kind"]
+    """The device's name: ``"cpu"`` on the CPU plugin; on TPUs the Cloud TPU name of the
+    chip (``"TPU v5e"``, ``"TPU v6e"``, ...), which TorchTitan's peak-FLOPs table reads."""
+    return _peak_flops.canonical_name(_C._device_properties(_index(device))["kind"])
 
 
 class _DeviceProperties:
+    """What ``torch.tpu.get_device_properties`` reports, as ``torch.cuda``'s does:
+    ``name``, ``kind`` (the plugin's own word for the device), ``platform``,
+    ``total_memory`` (the TORCH_TPU_HBM_BYTES cap, else what ``mem_get_info`` reports) and
+    ``peak_flops`` (dense matmul FLOP/s: the chip's table value, measured on the CPU)."""
+
     def __init__(self, index: int):
         info = _C._device_properties(index)
         plugin = _C._plugin_info()
         self.index = index
-        self.name = info["kind"]
+        self.kind = info["kind"]
+        self.name = _peak_flops.canonical_name(self.kind)
         self.description = info["description"]
         self.platform = plugin["platform_name"]
         self.platform_version = plugin["platform_version"]
         self.pjrt_api_version = plugin["api_version"]
-        self.total_memory = _C._memory_stats(index)["limit_bytes"]
+        self.total_memory = mem_get_info(index)[1]
+
+    @property
+    def peak_flops(self) -> float:
+        return _peak_flops.peak_flops(
+            self.name, self.platform, self.platform_version, torch.device("tpu", self.index)
+        )
 
     def __repr__(self) -> str:
         return (
@@ -188,8 +201,15 @@ def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
 
 
 def memory_stats(device: Any = None) -> dict[str, int]:
-    """Counters of live tpu storages, keyed as in torch.cuda.memory_stats()."""
-    return dict(_C._memory_stats(_index(device)))
+    """Counters of live tpu storages, keyed as in torch.cuda.memory_stats(). Nothing is
+    cached, so active and reserved bytes equal allocated bytes."""
+    stats = dict(_C._memory_stats(_index(device)))
+    for kind in ("active_bytes", "reserved_bytes"):
+        stats[f"{kind}.all.current"] = stats["allocated_bytes.all.current"]
+        stats[f"{kind}.all.peak"] = stats["allocated_bytes.all.peak"]
+    stats.setdefault("num_alloc_retries", 0)
+    stats.setdefault("num_ooms", 0)
+    return stats
 
 
 def memory_allocated(device: Any = None) -> int:

@@ -6,6 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <chrono>
 #include <cstdint>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -46,6 +47,8 @@ class CollectiveEngine {
   virtual WorkPtr send(const at::Tensor& tensor, int dst, int tag) = 0;
   virtual WorkPtr recv(const at::Tensor& tensor, int src, int tag) = 0;
   virtual WorkPtr barrier() = 0;
+  // How long a collective may wait for its peers before it raises.
+  virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
 
   // Every rank's int64 record of the same length, stacked: [world_size, length]
   // (a CPU tensor). The glue uses it to agree on shapes before moving data.

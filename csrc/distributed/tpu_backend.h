@@ -19,6 +19,7 @@ class TpuBackend final : public c10d::Backend {
   TpuBackend(std::unique_ptr<CollectiveEngine> engine, int rank, int size, bool check_agreement);
 
   const std::string getBackendName() const override { return "tpu"; }
+  void setTimeout(std::chrono::milliseconds timeout) override { engine_->set_timeout(timeout); }
   const CollectiveEngine& engine() const { return *engine_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,

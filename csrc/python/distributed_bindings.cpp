@@ -1,7 +1,9 @@
 // torch_tpu._C._distributed: builds the c10d backend of torch_tpu from a gloo backend
 // that Python made (torch ships no gloo headers, so C++ cannot make one).
+#include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <chrono>
 #include <memory>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
@@ -30,6 +32,13 @@ void register_distributed_bindings(py::module& m) {
                       "not a torch_tpu backend: ", backend->getBackendName());
     return tpu_backend->engine().name();
   });
+  // c10d binds setTimeout for gloo and NCCL only; this reaches any backend's.
+  d.def(
+      "set_timeout",
+      [](const c10::intrusive_ptr<c10d::Backend>& backend, std::chrono::milliseconds timeout) {
+        backend->setTimeout(timeout);
+      },
+      py::arg("backend"), py::arg("timeout"));
 }
 
 }  // namespace tpu

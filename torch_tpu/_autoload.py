@@ -1,0 +1,41 @@
+"""PyTorch's device-backend autoload entry point (group ``torch.backends``).
+
+With torch_tpu installed, ``import torch`` imports torch_tpu too, so programs that never
+name torch_tpu (``torchrun -m torchtitan.train``, PyTorch's own test files) find the
+``tpu`` device. ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (PyTorch's switch) or
+``TORCH_TPU_AUTOLOAD=0`` turns it off.
+
+Two processes are left alone, because they must not take a chip: torchrun's launcher
+(on a TPU VM the chips belong to its workers, and libtpu lets one process hold them)
+and processes that set ``TORCH_TPU_AUTOLOAD=0``. If the backend cannot start (no
+plugin, chips held by another process), ``import torch`` still succeeds and a warning
+says why: a CPU-only program must not break because torch_tpu is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+_LAUNCHERS = ("torchrun", os.path.join("torch", "distributed", "run.py"))
+
+
+def _is_torchrun_launcher() -> bool:
+    program = sys.argv[0] if sys.argv else ""
+    return "LOCAL_RANK" not in os.environ and program.endswith(_LAUNCHERS)
+
+
+def load() -> None:
+    if os.environ.get("TORCH_TPU_AUTOLOAD", "1") == "0" or _is_torchrun_launcher():
+        return
+    try:
+        import torch_tpu  # noqa: F401
+    except Exception as error:  # noqa: BLE001 - any failure must leave torch importable
+        warnings.warn(
+            f"torch_tpu is installed but could not start, so there is no 'tpu' device in "
+            f"this process: {type(error).__name__}: {error}. Import torch_tpu to see the "
+            f"whole error; set TORCH_TPU_AUTOLOAD=0 to stop loading it with torch.",
+            RuntimeWarning,
+            stacklevel=2,
+        )

@@ -1,0 +1,145 @@
+"""Peak dense matmul FLOP/s per device, the denominator of MFU.
+
+On TPUs it is the published dense bf16 figure of the chip, the same table TorchTitan
+uses, keyed by the canonical names ``device_name`` returns ("TPU v5e", "TPU v6e", ...).
+On the CPU platform there is no datasheet: the rate is measured once, by timing large
+float32 and bfloat16 matmuls on the device, and kept (per host, cores and plugin) in a
+JSON file beside the compile cache, so later processes read it. CPU devices share the
+host's cores, so under torchrun each device gets the host's rate divided by the ranks on
+the host (``LOCAL_WORLD_SIZE``). ``TORCH_TPU_PEAK_FLOPS`` overrides all of this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _platform
+import time
+
+import torch
+
+# PJRT device kinds as libtpu reports them, and the names TorchTitan's table knows.
+_TPU_NAMES = {
+    "TPU v2": "TPU v2",
+    "TPU v3": "TPU v3",
+    "TPU v4": "TPU v4",
+    "TPU v4 lite": "TPU v4i",
+    "TPU v5 lite": "TPU v5e",
+    "TPU v5e": "TPU v5e",
+    "TPU v5": "TPU v5p",
+    "TPU v5p": "TPU v5p",
+    "TPU v6 lite": "TPU v6e",
+    "TPU v6e": "TPU v6e",
+    "TPU7x": "TPU v7",
+    "TPU v7": "TPU v7",
+}
+
+# Dense bf16 FLOP/s per device (https://cloud.google.com/tpu/docs/system-architecture-tpu-vm);
+# v7 exposes each of its two TensorCores as a device.
+TPU_PEAK_FLOPS = {
+    "TPU v2": 45e12 / 2,
+    "TPU v3": 123e12 / 2,
+    "TPU v4": 275e12,
+    "TPU v5e": 197e12,
+    "TPU v5p": 459e12,
+    "TPU v6e": 918e12,
+    "TPU v7": 2307e12 / 2,
+}
+
+_MEASURE_SIZE = 1024
+_FILE = "peak_flops.json"
+
+
+def canonical_name(kind: str) -> str:
+    """The name TorchTitan and Cloud TPU docs use for a PJRT device kind."""
+    return _TPU_NAMES.get(kind, kind)
+
+
+def _host_key(platform: str, plugin_version: str) -> str:
+    cpu = _platform.processor() or _platform.machine()
+    try:
+        with open("/proc/cpuinfo") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{platform}|{plugin_version}|{cpu}|{cores} cores"
+
+
+def _time_matmul(device: torch.device, dtype: torch.dtype, size: int) -> float:
+    """FLOP/s of the best of a few timed square matmuls."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    (a @ b).sum().item()  # compile and warm up
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        c = a @ b
+        torch.tpu.synchronize(device)
+        best = min(best, time.perf_counter() - start)
+        del c
+    return 2 * size**3 / best
+
+
+def measure(device: torch.device) -> float:
+    """The best dense matmul rate of float32 and bfloat16 on ``device``, in FLOP/s."""
+    return max(_time_matmul(device, dtype, _MEASURE_SIZE) for dtype in (torch.float32, torch.bfloat16))
+
+
+def _cache_file() -> str | None:
+    from torch_tpu import cache
+
+    directory = cache.directory()
+    return os.path.join(directory, _FILE) if directory else None
+
+
+_measured: dict[str, float] = {}
+
+
+def host_peak_flops(device: torch.device, platform: str, plugin_version: str) -> float:
+    """The host's measured matmul rate, from the file if another process measured it."""
+    key = _host_key(platform, plugin_version)
+    if key in _measured:
+        return _measured[key]
+    path = _cache_file()
+    table: dict[str, float] = {}
+    if path and os.path.exists(path):
+        try:
+            with open(path) as file:
+                table = json.load(file)
+        except (OSError, ValueError):
+            table = {}
+    if key not in table:
+        table[key] = measure(device)
+        if path:
+            temporary = f"{path}.{os.getpid()}.tmp"
+            try:
+                with open(temporary, "w") as file:
+                    json.dump(table, file, indent=1)
+                os.replace(temporary, path)
+            except OSError:
+                pass  # a read-only cache only costs a new measurement next time
+    _measured[key] = float(table[key])
+    return _measured[key]
+
+
+def peak_flops(name: str, platform: str, plugin_version: str, device: torch.device) -> float:
+    """Peak dense FLOP/s of one device; see the module's docstring for where it comes from."""
+    override = os.environ.get("TORCH_TPU_PEAK_FLOPS", "").strip()
+    if override:
+        try:
+            value = float(override)
+        except ValueError:
+            value = -1.0
+        if value <= 0:
+            raise ValueError(f"TORCH_TPU_PEAK_FLOPS={override!r}: expected a positive number")
+        return value
+    if name in TPU_PEAK_FLOPS:
+        return TPU_PEAK_FLOPS[name]
+    if platform == "cpu":
+        sharing = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+        return host_peak_flops(device, platform, plugin_version) / max(sharing, 1)
+    return float("nan")  # a GPU or an unknown chip: no figure we could stand behind
