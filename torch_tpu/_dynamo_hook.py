@@ -62,8 +62,10 @@ def _route_tpu_graphs_from_inductor() -> None:
         from torch_tpu import dynamo
 
         if self.config:
-            _log.info("tpu graph compiled by the tpu backend; Inductor options ignored: %s",
-                      sorted(self.config))
+            _log.info(
+                "tpu graph compiled by the tpu backend; Inductor options ignored: %s",
+                sorted(self.config),
+            )
         return dynamo.backend(model_, inputs_)
 
     __call__._torch_tpu = True

@@ -86,7 +86,8 @@ def _time_matmul(device: torch.device, dtype: torch.dtype, size: int) -> float:
 
 def measure(device: torch.device) -> float:
     """The best dense matmul rate of float32 and bfloat16 on ``device``, in FLOP/s."""
-    return max(_time_matmul(device, dtype, _MEASURE_SIZE) for dtype in (torch.float32, torch.bfloat16))
+    dtypes = (torch.float32, torch.bfloat16)
+    return max(_time_matmul(device, dtype, _MEASURE_SIZE) for dtype in dtypes)
 
 
 def _cache_file() -> str | None:

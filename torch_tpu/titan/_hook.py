@@ -4,11 +4,11 @@
    the first step (to shorten the timeout once compilation is done), but it is newer
    than torch 2.13. Where torch lacks it, it is provided: it sets the timeout of every
    backend of the group (ours and gloo support it).
-2. The peak FLOP/s TorchTitan divides by for MFU. TorchTitan looks the peak up by device name in a table of GPUs and
-TPU chips; for a name it does not know (our CPU platform) it assumes an A100, which would
-make MFU on this machine meaningless. The tpu device's own figure
-(``torch.tpu.get_device_properties().peak_flops``: the chip's table value, or the rate
-measured on the CPU) is used instead whenever torch_tpu has one.
+2. The peak FLOP/s TorchTitan divides by for MFU. TorchTitan looks the peak up by
+   device name in a table of GPUs and TPU chips; for a name it does not know (our CPU
+   platform) it assumes an A100, which would make MFU on this machine meaningless. The
+   tpu device's own figure (``torch.tpu.get_device_properties().peak_flops``: the chip's
+   table value, or the rate measured on the CPU) is used instead whenever there is one.
 """
 
 from __future__ import annotations

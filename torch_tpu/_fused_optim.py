@@ -1,0 +1,87 @@
+"""``torch.optim.Adam(fused=True)`` and ``AdamW(fused=True)`` on tpu tensors.
+
+torch.optim's fused path calls ``aten::_fused_adam_`` / ``aten::_fused_adamw_`` once for
+a whole list of parameters (TorchTitan's optimizers are fused by default). Here they are
+tpu kernels made of tpu ops, so the update stays on the device (in defer_and_fuse and
+under torch.compile it becomes part of the step's program) instead of a CPU fallback
+that copies every parameter and optimizer state to the host and back each step. The
+arithmetic is that of PyTorch's fused CPU kernel: gradients unscaled by ``grad_scale``
+(and written back), negated for ``maximize``, decoupled (AdamW) or L2 (Adam) weight
+decay, bias-corrected moments, ``amsgrad``'s running maximum, and no update at all for
+a list whose ``found_inf`` is set. Low-precision parameters are updated in float32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _update_one(
+    param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, beta1, beta2,
+    weight_decay, eps, amsgrad, maximize, grad_scale, skip, decoupled,
+) -> None:
+    compute = torch.float32 if param.dtype in _LOW_PRECISION else param.dtype
+    p = param.to(compute)
+    g = grad.to(compute)
+    if grad_scale is not None:
+        g = g / grad_scale.to(compute)
+        grad.copy_(g)
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        if decoupled:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+    m = exp_avg.to(compute).lerp(g, 1 - beta1)
+    v = exp_avg_sq.to(compute) * beta2 + (1 - beta2) * g * g
+    step = step.to(device=param.device, dtype=torch.float64 if compute == torch.float64 else torch.float32)
+    bias_correction1 = 1 - torch.pow(beta1, step)
+    bias_correction2_sqrt = torch.sqrt(1 - torch.pow(beta2, step))
+    second = v
+    if amsgrad:
+        second = torch.maximum(max_exp_avg_sq.to(compute), v)
+    denom = second.sqrt() / bias_correction2_sqrt.to(compute) + eps
+    p = p - (lr / bias_correction1).to(compute) * m / denom
+    updates = [(param, p), (exp_avg, m), (exp_avg_sq, v)]
+    if amsgrad:
+        updates.append((max_exp_avg_sq, second))
+    for target, value in updates:
+        if skip is not None:
+            value = torch.where(skip, target.to(compute), value)
+        target.copy_(value)
+
+
+def _fused_adam(decoupled: bool):
+    def kernel(
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1,
+        beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None,
+    ) -> None:
+        if isinstance(lr, torch.Tensor) and lr.device.type == "cpu":
+            lr = lr.item()
+        skip = None
+        with torch.no_grad():
+            for i, param in enumerate(params):
+                if found_inf is not None:
+                    skip = found_inf.to(param.device) == 1
+                _update_one(
+                    param, grads[i], exp_avgs[i], exp_avg_sqs[i],
+                    max_exp_avg_sqs[i] if amsgrad else None, state_steps[i],
+                    lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps,
+                    amsgrad=amsgrad, maximize=maximize, grad_scale=grad_scale, skip=skip,
+                    decoupled=decoupled,
+                )
+
+    return kernel
+
+
+_library = torch.library.Library("aten", "IMPL")
+
+
+def install() -> None:
+    for name, decoupled in (("_fused_adam_", False), ("_fused_adamw_", True)):
+        kernel = _fused_adam(decoupled)
+        _library.impl(name, kernel, "PrivateUse1")
+        _library.impl(f"{name}.tensor_lr", kernel, "PrivateUse1")
