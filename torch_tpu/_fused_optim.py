@@ -19,8 +19,23 @@ _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def _update_one(
-    param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, beta1, beta2,
-    weight_decay, eps, amsgrad, maximize, grad_scale, skip, decoupled,
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    max_exp_avg_sq,
+    step,
+    *,
+    lr,
+    beta1,
+    beta2,
+    weight_decay,
+    eps,
+    amsgrad,
+    maximize,
+    grad_scale,
+    skip,
+    decoupled,
 ) -> None:
     compute = torch.float32 if param.dtype in _LOW_PRECISION else param.dtype
     p = param.to(compute)
@@ -37,7 +52,8 @@ def _update_one(
             g = g + weight_decay * p
     m = exp_avg.to(compute).lerp(g, 1 - beta1)
     v = exp_avg_sq.to(compute) * beta2 + (1 - beta2) * g * g
-    step = step.to(device=param.device, dtype=torch.float64 if compute == torch.float64 else torch.float32)
+    step_dtype = torch.float64 if compute == torch.float64 else torch.float32
+    step = step.to(device=param.device, dtype=step_dtype)
     bias_correction1 = 1 - torch.pow(beta1, step)
     bias_correction2_sqrt = torch.sqrt(1 - torch.pow(beta2, step))
     second = v
@@ -56,8 +72,22 @@ def _update_one(
 
 def _fused_adam(decoupled: bool):
     def kernel(
-        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1,
-        beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None,
+        params,
+        grads,
+        exp_avgs,
+        exp_avg_sqs,
+        max_exp_avg_sqs,
+        state_steps,
+        *,
+        lr,
+        beta1,
+        beta2,
+        weight_decay,
+        eps,
+        amsgrad,
+        maximize,
+        grad_scale=None,
+        found_inf=None,
     ) -> None:
         if isinstance(lr, torch.Tensor) and lr.device.type == "cpu":
             lr = lr.item()
@@ -67,10 +97,21 @@ def _fused_adam(decoupled: bool):
                 if found_inf is not None:
                     skip = found_inf.to(param.device) == 1
                 _update_one(
-                    param, grads[i], exp_avgs[i], exp_avg_sqs[i],
-                    max_exp_avg_sqs[i] if amsgrad else None, state_steps[i],
-                    lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps,
-                    amsgrad=amsgrad, maximize=maximize, grad_scale=grad_scale, skip=skip,
+                    param,
+                    grads[i],
+                    exp_avgs[i],
+                    exp_avg_sqs[i],
+                    max_exp_avg_sqs[i] if amsgrad else None,
+                    state_steps[i],
+                    lr=lr,
+                    beta1=beta1,
+                    beta2=beta2,
+                    weight_decay=weight_decay,
+                    eps=eps,
+                    amsgrad=amsgrad,
+                    maximize=maximize,
+                    grad_scale=grad_scale,
+                    skip=skip,
                     decoupled=decoupled,
                 )
 
