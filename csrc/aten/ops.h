@@ -31,6 +31,11 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value);
 at::Tensor& zero_(at::Tensor& self);
 // guard.cpp
 void record_stream(at::Tensor& self, c10::Stream stream);
+// assert_async.cpp
+void assert_async(const at::Tensor& self);
+void assert_async_msg(const at::Tensor& self, c10::string_view assert_msg);
+// polar.cpp
+at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out);
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step,
                        at::Tensor& out);
 at::Tensor& eye_out(int64_t n, at::Tensor& out);

@@ -15,6 +15,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", TORCH_FN(zero_));
   // guard.cpp
   m.impl("record_stream", TORCH_FN(record_stream));
+  // assert_async.cpp, polar.cpp
+  m.impl("_assert_async", TORCH_FN(assert_async));
+  m.impl("_assert_async.msg", TORCH_FN(assert_async_msg));
+  m.impl("polar.out", TORCH_FN(polar_out));
   m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("eye.out", TORCH_FN(eye_out));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));
