@@ -116,3 +116,14 @@ def test_pipelines_and_mpmd(world, case, env):
 def test_functional_collectives_under_torch_compile():
     for r in run_ranks("compiled.py", 2, timeout=180):
         assert f"rank {r.rank}: OK" in r.output
+
+
+def test_set_timeout_shortens_the_groups_timeout():
+    ranks = run_ranks(
+        "set_timeout.py", 2, timeout=60, check=False, env={"DIST_TEST_TIMEOUT": "30"}
+    )
+    assert ranks[-1].returncode == 17
+    (r,) = ranks[:-1]
+    assert r.returncode == 3, r.output
+    seconds = float(r.output.split("raised after ")[1].split("s:")[0])
+    assert seconds < 10, r.output
