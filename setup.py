@@ -50,11 +50,12 @@ setup(
     version="0.1.0",
     description="A native PyTorch backend for TPUs through the PJRT C API",
     packages=find_packages(include=["torch_tpu", "torch_tpu.*"]),
+    py_modules=["_torch_tpu_autoload"],
     ext_modules=[CMakeExtension("torch_tpu._C")],
     cmdclass={"build_ext": CMakeBuild},
     install_requires=["torch==2.13.0", "xla-cpu-pjrt==0.0.1", "numpy"],
     python_requires=">=3.10",
     # PyTorch imports this with torch itself, so programs that never name torch_tpu
     # (torchrun -m torchtitan.train, PyTorch's device tests) find the tpu device.
-    entry_points={"torch.backends": ["torch_tpu = torch_tpu._autoload:load"]},
+    entry_points={"torch.backends": ["torch_tpu = _torch_tpu_autoload:load"]},
 )

@@ -119,9 +119,7 @@ def test_functional_collectives_under_torch_compile():
 
 
 def test_set_timeout_shortens_the_groups_timeout():
-    ranks = run_ranks(
-        "set_timeout.py", 2, timeout=60, check=False, env={"DIST_TEST_TIMEOUT": "30"}
-    )
+    ranks = run_ranks("set_timeout.py", 2, timeout=60, check=False, env={"DIST_TEST_TIMEOUT": "30"})
     assert ranks[-1].returncode == 17
     (r,) = ranks[:-1]
     assert r.returncode == 3, r.output

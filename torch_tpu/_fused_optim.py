@@ -7,8 +7,9 @@ under torch.compile it becomes part of the step's program) instead of a CPU fall
 that copies every parameter and optimizer state to the host and back each step. The
 arithmetic is that of PyTorch's fused CPU kernel: gradients unscaled by ``grad_scale``
 (and written back), negated for ``maximize``, decoupled (AdamW) or L2 (Adam) weight
-decay, bias-corrected moments, ``amsgrad``'s running maximum, and no update at all for
-a list whose ``found_inf`` is set. Low-precision parameters are updated in float32.
+decay, bias-corrected moments, ``amsgrad``'s running maximum, and no update at all (the
+gradients included) for a list whose ``found_inf`` is set. Low-precision parameters are
+updated in float32.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ def _update_one(
     compute = torch.float32 if param.dtype in _LOW_PRECISION else param.dtype
     p = param.to(compute)
     g = grad.to(compute)
+    updates = []
     if grad_scale is not None:
         g = g / grad_scale.to(compute)
-        grad.copy_(g)
+        updates.append((grad, g))
     if maximize:
         g = -g
     if weight_decay != 0:
@@ -61,7 +63,7 @@ def _update_one(
         second = torch.maximum(max_exp_avg_sq.to(compute), v)
     denom = second.sqrt() / bias_correction2_sqrt.to(compute) + eps
     p = p - (lr / bias_correction1).to(compute) * m / denom
-    updates = [(param, p), (exp_avg, m), (exp_avg_sq, v)]
+    updates += [(param, p), (exp_avg, m), (exp_avg_sq, v)]
     if amsgrad:
         updates.append((max_exp_avg_sq, second))
     for target, value in updates:

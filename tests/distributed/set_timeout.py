@@ -8,9 +8,9 @@ import time
 
 from common import TIMEOUT, dist, init, torch
 
-import torchtitan.distributed.utils  # noqa: F401  (loading TorchTitan provides it)
-
 rank, world = init("tpu")
+import torchtitan.distributed.utils  # noqa: F401,E402  (loading TorchTitan provides it)
+
 assert TIMEOUT.total_seconds() == 30, TIMEOUT
 t = torch.ones(8, device="tpu")
 dist.all_reduce(t)

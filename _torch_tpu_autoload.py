@@ -1,4 +1,8 @@
-"""PyTorch's device-backend autoload entry point (group ``torch.backends``).
+"""PyTorch's device-backend autoload entry point (group ``torch.backends``) for torch_tpu.
+
+It lives outside the ``torch_tpu`` package on purpose: loading an entry point imports
+its module's package, and importing ``torch_tpu`` starts the backend, which the checks
+below must be able to prevent.
 
 With torch_tpu installed, ``import torch`` imports torch_tpu too, so programs that never
 name torch_tpu (``torchrun -m torchtitan.train``, PyTorch's own test files) find the
