@@ -23,6 +23,8 @@ fi
 python_packages=(torch==2.13.0 xla-cpu-pjrt==0.0.1 numpy)
 if [ "${1:-}" = "--test" ]; then
   python_packages+=(pytest expecttest hypothesis ruff transformers==4.57.1)
+  # TorchTitan's tests; TorchTitan imports triton but does not declare it.
+  python_packages+=(torchtitan==0.3.0 triton==3.9.0)
 fi
 echo "== installing Python packages: ${python_packages[*]}"
 "$PYTHON" -m pip install -q --disable-pip-version-check "${python_packages[@]}"

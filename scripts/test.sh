@@ -9,7 +9,7 @@ echo "== C++ tests: csrc/pjrt, csrc/hlo, csrc/runtime (GoogleTest)"
 "$build_dir/tpu_core_tests" --gtest_brief=1
 
 echo "== lint (ruff)"
-"$PYTHON" -m ruff check torch_tpu tests examples setup.py
+"$PYTHON" -m ruff check torch_tpu tests examples setup.py _torch_tpu_autoload.py
 
 echo "== Python tests (pytest)"
 "$PYTHON" -m pytest tests -q -p no:cacheprovider "$@"
