@@ -50,6 +50,7 @@ def titan(cwd, nproc: int, *args: str, timeout: int = 400) -> dict[int, tuple[fl
     """Runs ``torchrun -m torchtitan.train`` and returns {step: (loss, tokens/s, mfu %)}
     as rank 0 printed them."""
     env = {**os.environ, "TORCH_TPU_CPU_FALLBACK": "error", "PYTHONPATH": ROOT}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")  # nothing comes from the network
     env.pop("TORCH_TPU_CPU_DEVICES", None)
     command = [
         sys.executable,
