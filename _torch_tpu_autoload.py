@@ -22,12 +22,26 @@ import os
 import sys
 import warnings
 
-_LAUNCHERS = ("torchrun", os.path.join("torch", "distributed", "run.py"))
+_LAUNCHER_SCRIPTS = ("torchrun", os.path.join("torch", "distributed", "run.py"))
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
 def _is_torchrun_launcher() -> bool:
+    """torchrun, or ``python -m torch.distributed.run``: while runpy imports the module's
+    package (and so torch), ``sys.argv[0]`` is still "-m", so the interpreter's own
+    command line is read too. torchrun's workers have LOCAL_RANK set."""
+    if "LOCAL_RANK" in os.environ:
+        return False
     program = sys.argv[0] if sys.argv else ""
-    return "LOCAL_RANK" not in os.environ and program.endswith(_LAUNCHERS)
+    if program.endswith(_LAUNCHER_SCRIPTS):
+        return True
+    command = list(getattr(sys, "orig_argv", []))
+    for index, word in enumerate(command[:-1]):
+        if word == "-m" and command[index + 1] in _LAUNCHER_MODULES:
+            return True
+        if word.startswith("-m") and word[2:] in _LAUNCHER_MODULES:
+            return True
+    return False
 
 
 def load() -> None:
@@ -36,10 +50,12 @@ def load() -> None:
     try:
         import torch_tpu  # noqa: F401
     except Exception as error:  # noqa: BLE001 - any failure must leave torch importable
-        warnings.warn(
+        message = (
             f"torch_tpu is installed but could not start, so there is no 'tpu' device in "
             f"this process: {type(error).__name__}: {error}. Import torch_tpu to see the "
-            f"whole error; set TORCH_TPU_AUTOLOAD=0 to stop loading it with torch.",
-            RuntimeWarning,
-            stacklevel=2,
+            f"whole error; set TORCH_TPU_AUTOLOAD=0 to stop loading it with torch."
         )
+        try:
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+        except Exception:  # noqa: BLE001 - warnings turned into errors (-W error)
+            sys.stderr.write(f"warning: {message}\n")

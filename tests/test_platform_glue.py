@@ -60,16 +60,51 @@ def test_a_backend_that_cannot_start_leaves_torch_importable():
     assert "torch_tpu is installed but could not start" in result.stderr
 
 
-def test_torchruns_launcher_does_not_take_a_device(monkeypatch):
+def test_torchruns_launcher_is_recognized(monkeypatch):
     monkeypatch.delenv("LOCAL_RANK", raising=False)
-    for program in ("/usr/bin/torchrun", "/x/site-packages/torch/distributed/run.py"):
-        monkeypatch.setattr(sys, "argv", [program])
-        assert _autoload._is_torchrun_launcher()
-    monkeypatch.setattr(sys, "argv", ["/x/train.py"])
+    monkeypatch.setattr(sys, "orig_argv", ["python", "train.py"])
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/torchrun"])
+    assert _autoload._is_torchrun_launcher()
+    # python -m torch.distributed.run: argv[0] is still "-m" while torch is imported
+    monkeypatch.setattr(sys, "argv", ["-m"])
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "torch.distributed.run", "t.py"])
+    assert _autoload._is_torchrun_launcher()
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "pytest"])
     assert not _autoload._is_torchrun_launcher()
     monkeypatch.setattr(sys, "argv", ["/usr/bin/torchrun"])
     monkeypatch.setenv("LOCAL_RANK", "0")  # a worker torchrun started
     assert not _autoload._is_torchrun_launcher()
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "-m"])
+def test_torchruns_launcher_does_not_load_torch_tpu(launcher):
+    """The launcher's own imports, as -X importtime lists them (the worker is `true`)."""
+    start = (
+        ["torchrun"] if launcher == "torchrun" else [sys.executable, "-m", "torch.distributed.run"]
+    )
+    result = subprocess.run(
+        [*start, "--nproc_per_node=1", "--no-python", "true"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    imported = [
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line
+    ]
+    assert "torch.distributed.run" in imported or "torch" in imported  # the profile is there
+    assert not [name for name in imported if name.startswith("torch_tpu")]
+
+
+def test_a_lookup_without_import_does_not_use_up_the_hooks():
+    result = _python(
+        "import importlib.util, torch; importlib.util.find_spec('torchtitan.tools.utils'); "
+        "import torchtitan.tools.utils as u; print(getattr(u.get_peak_flops, '_torch_tpu', 0))"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "True"
 
 
 # --- torch.compile with the default backend ----------------------------------------------
@@ -112,6 +147,7 @@ def test_flex_attention_matches_causal_sdpa_forward_and_backward(native):
 def test_flex_attention_still_rejects_unsupported_devices_as_before():
     from torch.nn.attention import flex_attention as module
 
+    assert module._validate_device._torch_tpu  # widened for tpu, and only for tpu
     meta = torch.empty(1, 1, 16, 8, device="meta")
     with pytest.raises(ValueError, match="FlexAttention is only supported"):
         module._validate_device(meta, meta, meta)
@@ -157,7 +193,20 @@ def test_fused_adam_matches_the_cpu_kernel(native, optimizer, options, dtype):
     for t, c in zip(tpu, cpu):
         torch.testing.assert_close(t.detach().cpu(), c.detach(), rtol=1e-5, atol=1e-6)
     for t, c in zip(on_tpu.state.values(), on_cpu.state.values()):
-        torch.testing.assert_close(t["exp_avg_sq"].cpu(), c["exp_avg_sq"], rtol=1e-5, atol=1e-7)
+        for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+            if key in c:
+                torch.testing.assert_close(t[key].cpu(), c[key], rtol=1e-5, atol=1e-7, msg=key)
+
+
+def test_bias_corrections_keep_double_precision_betas():
+    from torch_tpu import _fused_optim
+
+    step = torch.tensor([1.0, 10.0, 1000.0], device="tpu")
+    for beta in (0.9, 0.999, 0.9999):
+        expected = torch.tensor([1 - beta**n for n in (1.0, 10.0, 1000.0)], dtype=torch.float64)
+        actual = _fused_optim._one_minus_power(beta, step).cpu().double()
+        torch.testing.assert_close(actual, expected, rtol=2e-7, atol=0)
+    assert _fused_optim._one_minus_power(0.0, step).cpu().tolist() == [1.0, 1.0, 1.0]
 
 
 @pytest.mark.parametrize("found", [0.0, 1.0])
@@ -239,7 +288,15 @@ def test_tpu_kinds_get_the_names_torchtitans_table_uses():
     assert _peak_flops.peak_flops("TPU v6e", "tpu", "x", torch.device("tpu")) == 918e12
 
 
+def test_tpu_chips_report_their_hbm():
+    assert _peak_flops.capacity_bytes("TPU v6e", 10**12) == 32 * 2**30
+    assert _peak_flops.capacity_bytes("TPU v5p", 10**12) == 95 * 10**9
+    assert _peak_flops.capacity_bytes("cpu", 10**12) == 10**12
+
+
 def test_device_properties_report_capacity_and_a_measured_peak(monkeypatch):
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.delenv("TORCH_TPU_PEAK_FLOPS", raising=False)
     properties = torch.tpu.get_device_properties(0)
     assert properties.name == torch.tpu.get_device_name(0) == "cpu"
     assert properties.total_memory == torch.tpu.mem_get_info(0)[1] > 0

@@ -56,9 +56,9 @@ def _route_tpu_graphs_from_inductor() -> None:
     if getattr(inductor_call, "_torch_tpu", False):
         return
 
-    def __call__(self, model_, inputs_):
+    def __call__(self, model_, inputs_, **kwargs):
         if not _touches_tpu(model_, inputs_):
-            return inductor_call(self, model_, inputs_)
+            return inductor_call(self, model_, inputs_, **kwargs)
         from torch_tpu import dynamo
 
         if self.config:

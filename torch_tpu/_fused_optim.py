@@ -5,7 +5,8 @@ a whole list of parameters (TorchTitan's optimizers are fused by default). Here 
 tpu kernels made of tpu ops, so the update stays on the device (in defer_and_fuse and
 under torch.compile it becomes part of the step's program) instead of a CPU fallback
 that copies every parameter and optimizer state to the host and back each step. The
-arithmetic is that of PyTorch's fused CPU kernel: gradients unscaled by ``grad_scale``
+arithmetic is that of PyTorch's fused CPU kernel (bias corrections in float32 here, from
+double-precision logarithms, where PyTorch uses double): gradients unscaled by ``grad_scale``
 (and written back), negated for ``maximize``, decoupled (AdamW) or L2 (Adam) weight
 decay, bias-corrected moments, ``amsgrad``'s running maximum, and no update at all (the
 gradients included) for a list whose ``found_inf`` is set. Low-precision parameters are
@@ -14,9 +15,17 @@ updated in float32.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _one_minus_power(beta: float, step: torch.Tensor) -> torch.Tensor:
+    if beta == 0:
+        return torch.ones_like(step)
+    return -torch.expm1(step * math.log(beta))
 
 
 def _update_one(
@@ -56,8 +65,11 @@ def _update_one(
     v = exp_avg_sq.to(compute) * beta2 + (1 - beta2) * g * g
     step_dtype = torch.float64 if compute == torch.float64 else torch.float32
     step = step.to(device=param.device, dtype=step_dtype)
-    bias_correction1 = 1 - torch.pow(beta1, step)
-    bias_correction2_sqrt = torch.sqrt(1 - torch.pow(beta2, step))
+    # 1 - beta**step as -expm1(step * log(beta)), log taken in double here: PyTorch's
+    # kernel works in double on the host, and pow of beta rounded to float32 would be
+    # 1e-5 off for beta2 = 0.999 at step 1.
+    bias_correction1 = _one_minus_power(beta1, step)
+    bias_correction2_sqrt = torch.sqrt(_one_minus_power(beta2, step))
     second = v
     if amsgrad:
         second = torch.maximum(max_exp_avg_sq.to(compute), v)

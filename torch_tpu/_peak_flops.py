@@ -1,4 +1,5 @@
-"""Peak dense matmul FLOP/s per device, the denominator of MFU.
+"""Peak dense matmul FLOP/s and memory capacity per device (MFU's denominator, and
+what TorchTitan's memory percentages divide by).
 
 On TPUs it is the published dense bf16 figure of the chip, the same table TorchTitan
 uses, keyed by the canonical names ``device_name`` returns ("TPU v5e", "TPU v6e", ...).
@@ -6,11 +7,13 @@ On the CPU platform there is no datasheet: the rate is measured once, by timing 
 float32 and bfloat16 matmuls on the device, and kept (per host, cores and plugin) in a
 JSON file beside the compile cache, so later processes read it. CPU devices share the
 host's cores, so under torchrun each device gets the host's rate divided by the ranks on
-the host (``LOCAL_WORLD_SIZE``). ``TORCH_TPU_PEAK_FLOPS`` overrides all of this.
+the host (``LOCAL_WORLD_SIZE``). ``TORCH_TPU_PEAK_FLOPS`` overrides all of this. Ranks
+that start together on a fresh host take a lock, so one measures and the others read.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform as _platform
@@ -44,6 +47,17 @@ TPU_PEAK_FLOPS = {
     "TPU v5p": 459e12,
     "TPU v6e": 918e12,
     "TPU v7": 2307e12 / 2,
+}
+
+# HBM per device (https://cloud.google.com/tpu/docs/system-architecture-tpu-vm).
+TPU_HBM_BYTES = {
+    "TPU v2": 8 * 2**30,
+    "TPU v3": 16 * 2**30,
+    "TPU v4": 32 * 2**30,
+    "TPU v5e": 16 * 2**30,
+    "TPU v5p": 95 * 10**9,
+    "TPU v6e": 32 * 2**30,
+    "TPU v7": 96 * 10**9,
 }
 
 _MEASURE_SIZE = 1024
@@ -102,30 +116,38 @@ def _cache_file() -> str | None:
 _measured: dict[str, float] = {}
 
 
+def _read_table(file) -> dict[str, float]:
+    file.seek(0)
+    try:
+        return json.loads(file.read() or "{}")
+    except ValueError:
+        return {}
+
+
 def host_peak_flops(device: torch.device, platform: str, plugin_version: str) -> float:
     """The host's measured matmul rate, from the file if another process measured it."""
     key = _host_key(platform, plugin_version)
     if key in _measured:
         return _measured[key]
     path = _cache_file()
-    table: dict[str, float] = {}
-    if path and os.path.exists(path):
-        try:
-            with open(path) as file:
-                table = json.load(file)
-        except (OSError, ValueError):
-            table = {}
-    if key not in table:
-        table[key] = measure(device)
-        if path:
-            temporary = f"{path}.{os.getpid()}.tmp"
-            try:
-                with open(temporary, "w") as file:
-                    json.dump(table, file, indent=1)
-                os.replace(temporary, path)
-            except OSError:
-                pass  # a read-only cache only costs a new measurement next time
-    _measured[key] = float(table[key])
+    if path is None:
+        _measured[key] = measure(device)
+        return _measured[key]
+    try:
+        with open(path, "a+") as file:
+            # Held while measuring: ranks on one host measuring at once would each get a
+            # share of the cores and record too low a rate.
+            fcntl.flock(file, fcntl.LOCK_EX)
+            table = _read_table(file)
+            if key not in table:
+                table[key] = measure(device)
+                file.seek(0)
+                file.truncate()
+                json.dump(table, file, indent=1)
+                file.flush()
+            _measured[key] = float(table[key])
+    except OSError:  # a read-only cache only costs a new measurement next time
+        _measured[key] = measure(device)
     return _measured[key]
 
 
@@ -146,3 +168,8 @@ def peak_flops(name: str, platform: str, plugin_version: str, device: torch.devi
         sharing = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
         return host_peak_flops(device, platform, plugin_version) / max(sharing, 1)
     return float("nan")  # a GPU or an unknown chip: no figure we could stand behind
+
+
+def capacity_bytes(name: str, host_bytes: int) -> int:
+    """A device's memory: the chip's HBM on TPUs, else the host's (the CPU platform)."""
+    return TPU_HBM_BYTES.get(name, host_bytes)

@@ -93,7 +93,8 @@ def get_device_name(device: Any = None) -> str:
 class _DeviceProperties:
     """What ``torch.tpu.get_device_properties`` reports, as ``torch.cuda``'s does:
     ``name``, ``kind`` (the plugin's own word for the device), ``platform``,
-    ``total_memory`` (the TORCH_TPU_HBM_BYTES cap, else what ``mem_get_info`` reports) and
+    ``total_memory`` (the TORCH_TPU_HBM_BYTES cap, else the chip's HBM, or the host's
+    memory on the CPU platform: ``mem_get_info``'s total) and
     ``peak_flops`` (dense matmul FLOP/s: the chip's table value, measured on the CPU)."""
 
     def __init__(self, index: int):
@@ -241,13 +242,16 @@ def empty_cache() -> None:
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:
     """(free, total) bytes under the TORCH_TPU_HBM_BYTES cap; without a cap, total is
-    the host's physical memory (the CPU plugin) and free is total minus allocated."""
-    stats = _C._memory_stats(_index(device))
+    the chip's HBM on TPUs and the host's physical memory on the CPU platform, and free is
+    total minus allocated."""
+    index = _index(device)
+    stats = _C._memory_stats(index)
     total = stats["limit_bytes"]
     if total <= 0:
         import os
 
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        total = _peak_flops.capacity_bytes(get_device_name(index), host)
     return max(total - stats["allocated_bytes.all.current"], 0), total
 
 

@@ -14,8 +14,7 @@ namespace {
 
 void assert_nonzero_later(const at::Tensor& self, std::string message) {
   TORCH_CHECK(self.numel() != 0, "Boolean value of Tensor with no values is ambiguous");
-  TORCH_CHECK(self.numel() == 1,
-              "Boolean value of Tensor with more than one value is ambiguous");
+  TORCH_CHECK(self.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
   at::Tensor nonzero = at::ne(self.reshape({}), 0).contiguous();
   check_later(nonzero, [message = std::move(message)](const at::Tensor& host) {
     TORCH_CHECK(host.item<bool>(), message);
@@ -29,7 +28,8 @@ void assert_async(const at::Tensor& self) {
 }
 
 void assert_async_msg(const at::Tensor& self, c10::string_view assert_msg) {
-  assert_nonzero_later(self, std::string(assert_msg));
+  // The CPU kernel's words when the caller gave none.
+  assert_nonzero_later(self, assert_msg.empty() ? "Assertion is failed" : std::string(assert_msg));
 }
 
 }  // namespace tpu::aten

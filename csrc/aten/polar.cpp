@@ -8,9 +8,13 @@
 namespace tpu::aten {
 
 at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
-  TORCH_CHECK(c10::isFloatingType(abs.scalar_type()) && c10::isFloatingType(angle.scalar_type()),
-              "Expected both inputs to be Half, Float or Double tensors but got ",
-              abs.scalar_type(), " and ", angle.scalar_type());
+  auto has_complex_counterpart = [](c10::ScalarType type) {
+    return type == c10::kHalf || type == c10::kFloat || type == c10::kDouble;
+  };
+  TORCH_CHECK(
+      has_complex_counterpart(abs.scalar_type()) && has_complex_counterpart(angle.scalar_type()),
+      "Expected both inputs to be Half, Float or Double tensors but got ", abs.scalar_type(),
+      " and ", angle.scalar_type());
   TORCH_CHECK(abs.scalar_type() == angle.scalar_type(), "Expected object of scalar type ",
               abs.scalar_type(), " but got scalar type ", angle.scalar_type(),
               " for second argument");

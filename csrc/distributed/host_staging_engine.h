@@ -20,6 +20,8 @@ class HostStagingEngine final : public CollectiveEngine {
   // gloo headers), shared with the caller.
   HostStagingEngine(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size);
   const char* name() const override { return "host_staging(gloo)"; }
+  // Not synchronized with collectives in flight on other threads: callers change the
+  // timeout between collectives (TorchTitan does it after a barrier).
   void set_timeout(std::chrono::milliseconds timeout) override { gloo_->setTimeout(timeout); }
 
   WorkPtr all_reduce(const std::vector<at::Tensor>& tensors, const c10d::ReduceOp& op) override;

@@ -102,7 +102,7 @@ def _for_pod(pod: str):
 @_for_pod("v5p-128")
 def llama3_8b_v5p_128() -> Trainer.Config:
     spec = llama3.model_registry("8B")
-    return _recipe(spec, lr=3e-4, seq_len=8192, local_batch_size=2, dp_shard=64)
+    return _recipe(spec, lr=3e-4, seq_len=8192, local_batch_size=1, dp_shard=64)
 
 
 @_for_pod("v6e-256")

@@ -16,11 +16,15 @@ chip's HBM and TorchTitan's FLOPs per token:
   (the embedding or output layer instead, if larger);
 - activations, estimated per token from the model's own dimensions, in bf16: what one
   block saves for backward (the residual and normalized inputs, the q/k/v projections,
-  the attention output, the MLP's or the routed experts' intermediates; attention's
-  score matrix is never stored, as in flash attention), divided by the TP degree
-  (sequence parallelism shards the rest). With full activation checkpointing each block
-  keeps only its input, and one block is recomputed at a time (counted twice: its
-  activations and their gradients). The logits count once in bf16 and once in float32.
+  the attention output, the MLP's or the routed experts' intermediates), divided by the
+  TP degree (sequence parallelism shards the rest). With full activation checkpointing
+  each block keeps only its input, and one block is recomputed at a time (counted twice:
+  its activations and their gradients). The logits count once in bf16 and once in
+  float32.
+- attention scores: FlexAttention on tpu takes its dense path today, which holds the
+  whole float32 score matrix of the block being computed (batch x heads/TP x seq x seq),
+  counted three times (scores, probabilities, their gradient). A fused attention kernel
+  would remove this term.
 
 XLA plans memory itself, so the real figure differs; the estimate is meant to say which
 recipes fit with room to spare and which are near the edge.
@@ -104,6 +108,10 @@ def activation_bytes_per_token(layer: torch.nn.Module, dim: int) -> int:
     return saved * _BF16
 
 
+def _heads(layer: torch.nn.Module) -> int:
+    return int(layer.attention.n_heads)
+
+
 def _block_numel(model: torch.nn.Module) -> tuple[int, int]:
     """The largest FSDP unit's parameters, full and as this rank's TP/EP shard."""
     best = (0, 0)
@@ -160,6 +168,7 @@ def dry_run(name: str) -> Report:
         dim = model.tok_embeddings.weight.shape[1]
         vocab = model.tok_embeddings.weight.shape[0]
         per_token = activation_bytes_per_token(_layers(model)[0], dim)
+        heads = _heads(_layers(model)[0])
         model = config.model_spec.parallelize_fn(
             model,
             parallel_dims=parallel_dims,
@@ -182,6 +191,8 @@ def dry_run(name: str) -> Report:
     else:  # no or selective checkpointing, counted as none: an upper bound
         activations = n_layers * tokens * per_token // tp
     activations += tokens * vocab * (_BF16 + _FP32) // tp
+    seq = config.training.seq_len
+    activations += 3 * config.training.local_batch_size * (heads // tp) * seq * seq * _FP32
     mesh = " x ".join(
         f"{axis} {degree}"
         for axis, degree in (
