@@ -84,7 +84,7 @@ def main() -> None:
                 steps, peak = run(root, ranks, base + extra)
                 steady = [steps[s] for s in sorted(steps) if s >= 3]
                 tps = statistics.median(s[1] for s in steady)
-                mfu = statistics.median(s[3] for s in steady)
+                mfu = statistics.median(s[2] for s in steady)
                 name = f"{ranks} rank{'s FSDP2' if ranks > 1 else ''}, "
                 name += "compiled" if compiled else "eager"
                 first, last = steps[min(steps)][0], steps[max(steps)][0]
