@@ -47,6 +47,7 @@ _printing.install()
 _dlpack.install()
 _autograd_threads.start(_C._device_count())
 
+_device_module._install_eager_mode_property()
 torch._register_device_module("tpu", _device_module)
 _device_module._set_autocast_default()
 torch.utils.generate_methods_for_privateuse1_backend(

@@ -14,6 +14,8 @@ from typing import Any
 import torch
 
 from torch_tpu import _C, _peak_flops
+from torch_tpu.eager import EagerMode
+from torch_tpu.eager import _SetEagerMode as set_eager_mode  # noqa: F401  (TorchTPU's name)
 
 
 def _index(device: Any = None) -> int:
@@ -387,3 +389,26 @@ def _set_autocast_default() -> None:
     # bfloat16. PyTorch keeps autocast dtypes per thread, so this sets the importing
     # thread's; other threads pass dtype= or call torch.set_autocast_dtype("tpu", ...).
     torch.set_autocast_dtype("tpu", torch.bfloat16)
+
+
+# --- TorchTPU's eager-mode property ------------------------------------------------------
+
+
+class _DeviceModule(type(torch)):
+    """``torch.tpu.eager_mode`` reads and assigns the eager mode, as in TorchTPU."""
+
+    @property
+    def eager_mode(self) -> EagerMode:
+        return EagerMode(_C._get_eager_mode())
+
+    @eager_mode.setter
+    def eager_mode(self, mode: str | EagerMode) -> None:
+        from torch_tpu.eager import set_eager_mode as set_mode
+
+        set_mode(mode)
+
+
+def _install_eager_mode_property() -> None:
+    import sys
+
+    sys.modules[__name__].__class__ = _DeviceModule

@@ -79,13 +79,50 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
     return run
 
 
+# Google TorchTPU's torch.compile options, and why each changes nothing here.
+TORCHTPU_OPTIONS = {
+    "async_compile": "programs compile when first run",
+    "num_dynamic_buckets": "dynamic shapes are traced symbolically, without buckets",
+    "bucket_size": "dynamic shapes are traced symbolically, without buckets",
+    "serializable": "compiled programs always go to the disk cache",
+    "name": "graphs are named by their structure",
+}
+_noted: set[str] = set()
+
+
+def _accept_options(options: dict[str, Any] | None) -> None:
+    """TorchTPU's options are accepted, each noted once as meaning nothing here; any
+    other option is an error that names it."""
+    import warnings
+
+    for key, value in (options or {}).items():
+        if key not in TORCHTPU_OPTIONS:
+            raise ValueError(
+                f"torch.compile(backend='tpu'): unknown option {key!r}; the tpu backend "
+                f"accepts {sorted(TORCHTPU_OPTIONS)}"
+            )
+        if key == "num_dynamic_buckets" and not (isinstance(value, int) and 1 <= value <= 8):
+            raise ValueError(
+                f"num_dynamic_buckets must be a whole number from 1 to 8, got {value!r}"
+            )
+        if key not in _noted:
+            _noted.add(key)
+            warnings.warn(
+                f"torch.compile option {key!r} is accepted for TorchTPU compatibility and "
+                f"ignored: {TORCHTPU_OPTIONS[key]}",
+                stacklevel=2,
+            )
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
-    """The Dynamo backend registered as ``"tpu"``.
+    """The Dynamo backend registered as ``"tpu"``. ``options`` may hold TorchTPU's
+    torch.compile options (``TORCHTPU_OPTIONS``), which are accepted and ignored.
 
     >>> fn = torch.compile(lambda x: x.sin() + 1, backend="tpu")
     >>> fn(torch.zeros(2, device="tpu")).cpu()
     tensor([1., 1.])
     """
+    _accept_options(kwargs.pop("options", None))
     compiler = aot_autograd(
         fw_compiler=_compile_graph,
         bw_compiler=_compile_graph,

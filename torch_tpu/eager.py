@@ -10,25 +10,46 @@ data-dependent shape, a CPU fallback, ``torch_tpu.sync()``, ``torch.tpu.synchron
 a mode switch, or ``TORCH_TPU_DEFER_MAX_OPS`` recorded ops) compiles the graph as one
 fused program, cached by structure, and runs it.
 
-The process-wide mode comes from ``TORCH_TPU_EAGER_MODE`` (or ``TPU_LAUNCH_BLOCKING=1``
-for debug, ``TPU_DEFER_AND_FUSE=1`` for defer_and_fuse). Switching first runs and
-waits for the work already pending.
+The process-wide mode comes from ``TORCH_TPU_EAGER_MODE`` (or ``TORCH_TPU_LAUNCH_BLOCKING=1``
+/ ``TPU_LAUNCH_BLOCKING=1`` for debug, ``TORCH_TPU_DEFER_AND_FUSE=1`` /
+``TPU_DEFER_AND_FUSE=1`` for defer_and_fuse). Switching first runs and waits for the work
+already pending.
+
+Google TorchTPU's names for the same setting work too: ``torch.tpu.EagerMode``
+(``DEFER_NEVER`` is strict, ``DEFER_AND_FUSE``, ``DEFER_NEVER_AND_LAUNCH_BLOCKING`` is
+debug), the ``torch.tpu.eager_mode`` property (read and assign) and
+``torch.tpu.set_eager_mode(mode)``, which sets the mode at once and, used as a context
+manager, restores the previous one at the end of the block.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import Iterator
 
 from torch_tpu import _C
 
 
-def set_eager_mode(mode: str) -> None:
-    """Sets the eager mode of the process: ``"strict"``, ``"debug"`` or ``"defer_and_fuse"``.
+class EagerMode(enum.Enum):
+    """TorchTPU's names of the eager modes; each value is torch_tpu's name."""
+
+    DEFER_NEVER = "strict"
+    DEFER_AND_FUSE = "defer_and_fuse"
+    DEFER_NEVER_AND_LAUNCH_BLOCKING = "debug"
+
+
+def _mode_name(mode: str | EagerMode) -> str:
+    return mode.value if isinstance(mode, EagerMode) else mode
+
+
+def set_eager_mode(mode: str | EagerMode) -> None:
+    """Sets the eager mode of the process: ``"strict"``, ``"debug"`` or ``"defer_and_fuse"``
+    (or a ``torch.tpu.EagerMode``).
 
     >>> torch_tpu.set_eager_mode("debug")
     """
-    _C._set_eager_mode(mode)
+    _C._set_eager_mode(_mode_name(mode))
 
 
 def get_eager_mode() -> str:
@@ -41,7 +62,7 @@ def get_eager_mode() -> str:
 
 
 @contextlib.contextmanager
-def eager_mode(mode: str) -> Iterator[None]:
+def eager_mode(mode: str | EagerMode) -> Iterator[None]:
     """Runs a block in another eager mode, restoring the previous one after.
 
     >>> with torch_tpu.eager_mode("debug"):
@@ -53,6 +74,21 @@ def eager_mode(mode: str) -> Iterator[None]:
         yield
     finally:
         set_eager_mode(previous)
+
+
+class _SetEagerMode:
+    """``torch.tpu.set_eager_mode(mode)``: sets the mode now; as a context manager, puts
+    the previous mode back when the block ends (as ``torch.set_grad_enabled`` does)."""
+
+    def __init__(self, mode: str | EagerMode):
+        self._previous = get_eager_mode()
+        set_eager_mode(mode)
+
+    def __enter__(self) -> _SetEagerMode:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        set_eager_mode(self._previous)
 
 
 def sync() -> None:

@@ -32,9 +32,12 @@ EagerMode eager_mode() {
   std::lock_guard<std::mutex> lock(mutex);
   if (!mode.has_value()) {
     const char* text = std::getenv("TORCH_TPU_EAGER_MODE");
-    mode = flag("TPU_LAUNCH_BLOCKING")  ? EagerMode::Debug
-           : flag("TPU_DEFER_AND_FUSE") ? EagerMode::DeferAndFuse
-                                        : parse_eager_mode(text != nullptr ? text : "");
+    // TorchTPU's names (TORCH_TPU_*) and the short ones are both accepted.
+    bool blocking = flag("TORCH_TPU_LAUNCH_BLOCKING") || flag("TPU_LAUNCH_BLOCKING");
+    bool fuse = flag("TORCH_TPU_DEFER_AND_FUSE") || flag("TPU_DEFER_AND_FUSE");
+    mode = blocking ? EagerMode::Debug
+           : fuse   ? EagerMode::DeferAndFuse
+                    : parse_eager_mode(text != nullptr ? text : "");
   }
   return *mode;
 }
