@@ -86,48 +86,24 @@ def _update_one(
 
 def _fused_adam(decoupled: bool):
     def kernel(
-        params,
-        grads,
-        exp_avgs,
-        exp_avg_sqs,
-        max_exp_avg_sqs,
-        state_steps,
-        *,
-        lr,
-        beta1,
-        beta2,
-        weight_decay,
-        eps,
-        amsgrad,
-        maximize,
-        grad_scale=None,
-        found_inf=None,
-    ) -> None:
-        if isinstance(lr, torch.Tensor) and lr.device.type == "cpu":
-            lr = lr.item()
-        skip = None
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *,
+        grad_scale=None, found_inf=None, **hyper,
+    ) -> None:  # fmt: skip
+        # hyper: lr, beta1, beta2, weight_decay, eps, amsgrad, maximize (the schema's names)
+        if isinstance(hyper["lr"], torch.Tensor) and hyper["lr"].device.type == "cpu":
+            hyper["lr"] = hyper["lr"].item()
+        if not params:
+            return
+        # One fused call holds one device's tensors: the skip flag is read once.
+        skip = None if found_inf is None else found_inf.to(params[0].device) == 1
         with torch.no_grad():
             for i, param in enumerate(params):
-                if found_inf is not None:
-                    skip = found_inf.to(param.device) == 1
+                max_exp_avg_sq = max_exp_avg_sqs[i] if hyper["amsgrad"] else None
                 _update_one(
-                    param,
-                    grads[i],
-                    exp_avgs[i],
-                    exp_avg_sqs[i],
-                    max_exp_avg_sqs[i] if amsgrad else None,
-                    state_steps[i],
-                    lr=lr,
-                    beta1=beta1,
-                    beta2=beta2,
-                    weight_decay=weight_decay,
-                    eps=eps,
-                    amsgrad=amsgrad,
-                    maximize=maximize,
-                    grad_scale=grad_scale,
-                    skip=skip,
-                    decoupled=decoupled,
-                )
+                    param, grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sq,
+                    state_steps[i], grad_scale=grad_scale, skip=skip, decoupled=decoupled,
+                    **hyper,
+                )  # fmt: skip
 
     return kernel
 
