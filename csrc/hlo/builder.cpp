@@ -469,7 +469,34 @@ Value Builder::dynamic_update_slice(const Value& operand, const Value& update,
 }
 
 std::string Builder::module_text(const std::vector<Value>& results) const {
-  return "module @torch_tpu {\n" + function_text("public @main", results) + "}\n";
+  std::string text = "module @torch_tpu {\n" + function_text("public @main", results);
+  for (const Callee& callee : callees_) text += *callee.text;
+  return text + "}\n";
+}
+
+std::vector<Value> Builder::call(const Callee& callee, const std::vector<Value>& operands,
+                                 const std::vector<TensorType>& results) {
+  if (in_region_) throw std::logic_error("a region cannot call a function");
+  bool known = false;
+  for (const Callee& c : callees_) known = known || c.name == callee.name;
+  if (!known) callees_.push_back(callee);
+  int id = next_id_++;
+  std::string line = "    %" + prefix_ + std::to_string(id);
+  if (results.size() != 1) line += ":" + std::to_string(results.size());
+  line += " = \"func.call\"(";
+  std::string types;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    line += (i ? ", " : "") + name(operands[i]);
+    types += (i ? ", " : "") + operands[i].type.str();
+  }
+  line += ") {callee = @" + callee.name + "} : (" + types + ") -> (";
+  std::vector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    line += (i ? ", " : "") + results[i].str();
+    out.push_back(Value{id, results[i], results.size() == 1 ? -1 : static_cast<int>(i)});
+  }
+  body_ += line + ")\n";
+  return out;
 }
 
 std::string Builder::function_text(const std::string& function_name,

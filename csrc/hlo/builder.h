@@ -3,6 +3,7 @@
 // which is the form every StableHLO release parses the same way.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ struct Value {
 };
 
 enum class Compare { EQ, NE, LT, LE, GT, GE };
+
+// A function the program calls but that was not built here (a JAX module's functions):
+// `text` is one or more whole func.func definitions, `name` the symbol called. The name
+// must identify the text (it carries a hash of it), so a graph adds each one only once.
+struct Callee {
+  std::string name;
+  std::shared_ptr<const std::string> text;
+};
 enum class Reduction { Add, Mul, Max, Min, And, Or };
 
 class Builder {
@@ -95,6 +104,14 @@ class Builder {
   Value dynamic_update_slice(const Value& operand, const Value& update,
                              const std::vector<Value>& start_indices);
 
+  // Calls `callee` (added to this program's module) on `operands`: func.call, which XLA
+  // inlines, so the callee fuses with the ops around it.
+  std::vector<Value> call(const Callee& callee, const std::vector<Value>& operands,
+                          const std::vector<TensorType>& results);
+  // The functions call() added, in order of first use; module_text() includes them, a
+  // deferred graph adds them to its own module.
+  const std::vector<Callee>& callees() const { return callees_; }
+
   // The module text returning `results` from @main.
   std::string module_text(const std::vector<Value>& results) const;
   // The same program as one function `name` ("private @f3", "public @main") for a
@@ -131,7 +148,8 @@ class Builder {
                       const std::string& attributes, const std::string& region) const;
 
   std::vector<TensorType> parameters_;
-  std::vector<int> parameter_alias_;  // output index or -1
+  std::vector<int> parameter_alias_;
+  std::vector<Callee> callees_;  // output index or -1
   std::string body_;
   int next_id_ = 0;
   std::string prefix_;      // SSA name prefix: "" for @main, unique per region

@@ -18,6 +18,7 @@ namespace tpu {
 
 void register_cache_bindings(py::module& m);        // cache_bindings.cpp
 void register_distributed_bindings(py::module& m);  // distributed_bindings.cpp
+void register_kernel_bindings(py::module& m);       // kernel_bindings.cpp
 
 namespace {
 
@@ -86,6 +87,7 @@ PYBIND11_MODULE(_C, m) {
   aten::register_foreach_kernels();
   register_cache_bindings(m);
   register_distributed_bindings(m);
+  register_kernel_bindings(m);
   m.def(
       "_initialize",
       [](const std::string& path, const std::vector<pjrt::CreateOption>& options) {

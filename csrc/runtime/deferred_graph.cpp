@@ -1,5 +1,6 @@
 #include "runtime/deferred_graph.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -92,8 +93,13 @@ DeferredGraph::Value DeferredGraph::host_input(const Argument& argument) {
 
 int64_t DeferredGraph::record(
     const std::string& function, const std::vector<Argument>& arguments,
-    const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs) {
+    const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs,
+    const std::vector<hlo::Callee>& callees) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  for (const hlo::Callee& callee : callees) {
+    auto same = [&](const hlo::Callee& c) { return c.name == callee.name; };
+    if (std::none_of(callees_.begin(), callees_.end(), same)) callees_.push_back(callee);
+  }
   if (outputs.empty()) throw std::logic_error("a deferred op must write something");
   // Functions are numbered by first use in this graph, so the text depends only on
   // what this graph records; their texts are kept across graphs (no copy per graph).
@@ -193,6 +199,7 @@ std::string DeferredGraph::build_text(const std::vector<Value>& results,
     text += '(';
     text.append(function, at + std::strlen(kOpFunction), std::string::npos);
   }
+  for (const hlo::Callee& callee : callees_) text += *callee.text;
   text += "  func.func public @main(";
   for (size_t i = 0; i < buffers_.size(); ++i) {
     text +=
@@ -368,6 +375,7 @@ void DeferredGraph::reset() {
     local_functions_.clear();
   }
   calls_.clear();
+  callees_.clear();
   ops_ = 0;
   next_value_ = 0;
   buffers_.clear();

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hlo/builder.h"
 #include "hlo/types.h"
 #include "pjrt/buffer.h"
 #include "pjrt/event.h"
@@ -48,9 +49,11 @@ class DeferredGraph {
   // Records a call of `function` (a func.func text named "private @op", see
   // hlo::Builder::function_text) on `arguments`; its results become the pending
   // contents of `outputs` (1-D values of the given types), in order. Returns the
-  // number of ops now pending.
+  // number of ops now pending. `callees` are the functions `function` calls (see
+  // hlo::Builder::call); the graph's module holds each of them once.
   int64_t record(const std::string& function, const std::vector<Argument>& arguments,
-                 const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs);
+                 const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs,
+                 const std::vector<hlo::Callee>& callees = {});
 
   // `on_result` gets the bytes of `storage`'s current (pending) value once the graph
   // has run, and may throw: deferred checks, such as index bounds, raise there. The
@@ -114,6 +117,8 @@ class DeferredGraph {
   std::vector<int> used_functions_;
   std::vector<int> local_functions_;
   std::string calls_;
+  // Functions the recorded ops call, each once, in order of first use.
+  std::vector<hlo::Callee> callees_;
   int64_t ops_ = 0;
   int next_value_ = 0;
   // Buffer operands, deduplicated by buffer.

@@ -1,0 +1,278 @@
+"""JAX's side of jax_op: a JAX function, lowered for the plugin's platform, as StableHLO
+functions that torch_tpu's programs call.
+
+Per input signature the function is lowered once (``jax.jit(...).trace(...).lower``):
+
+- for the platform the PJRT plugin serves (``cpu``, ``tpu``, ``cuda``); on ``cpu`` every
+  ``pallas_call`` runs in interpret mode (plain StableHLO loops), on ``tpu`` it is Mosaic;
+- checked for custom calls the plugin cannot run, before anything is compiled;
+- passed through a portable artifact at the plugin's StableHLO version and back: that
+  fails clearly when the module needs a newer StableHLO than the plugin has, and turns
+  CHLO ops into StableHLO that the plugin parses whatever its version;
+- renamed apart: every function becomes private ``@jax_<hash>_<name>``, so the functions
+  of several kernels and torch_tpu's own never clash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import re
+import threading
+
+import torch
+
+_INSTALL_HINT = (
+    "torch_tpu.kernels needs JAX: pip install 'torch_tpu[jax]' (jax==0.10.2 on Python 3.11)"
+)
+
+
+class UnsupportedKernelError(RuntimeError):
+    """A JAX function lowered to something the PJRT plugin cannot run."""
+
+
+def import_jax():
+    """The jax module, or an ImportError that says what to install."""
+    try:
+        import jax
+    except ImportError as e:
+        raise ImportError(_INSTALL_HINT) from e
+    return jax
+
+
+_JAX_DTYPE_NAMES = {
+    torch.bool: "bool",
+    torch.uint8: "uint8",
+    torch.int8: "int8",
+    torch.int16: "int16",
+    torch.int32: "int32",
+    torch.int64: "int64",
+    torch.uint16: "uint16",
+    torch.uint32: "uint32",
+    torch.uint64: "uint64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.complex64: "complex64",
+    torch.complex128: "complex128",
+    torch.float8_e4m3fn: "float8_e4m3fn",
+    torch.float8_e5m2: "float8_e5m2",
+}
+_TORCH_DTYPES = {name: dtype for dtype, name in _JAX_DTYPE_NAMES.items()}
+
+
+def jax_dtype(dtype: torch.dtype):
+    """The dtype JAX computes a torch dtype in: int64 is int32 unless jax_enable_x64 is set."""
+    jax = import_jax()
+    import jax.numpy as jnp
+
+    if dtype not in _JAX_DTYPE_NAMES:
+        raise TypeError(f"a JAX kernel cannot take a tensor of dtype {dtype}")
+    return jax.dtypes.canonicalize_dtype(jnp.dtype(_JAX_DTYPE_NAMES[dtype]))
+
+
+def torch_dtype(dtype) -> torch.dtype:
+    name = str(dtype)
+    if name not in _TORCH_DTYPES:
+        raise TypeError(f"a JAX kernel returned an array of dtype {name}, which torch lacks")
+    return _TORCH_DTYPES[name]
+
+
+# ---- Pallas in interpret mode on the CPU platform ----------------------------------------
+
+_interpret = threading.local()
+_interpret_rule_installed = False
+
+
+@contextlib.contextmanager
+def pallas_interpret(on: bool):
+    """While on, every pallas_call lowers in interpret mode (on this thread only)."""
+    global _interpret_rule_installed
+    if on and not _interpret_rule_installed:
+        _install_interpret_rule()
+        _interpret_rule_installed = True
+    before = getattr(_interpret, "on", False)
+    _interpret.on = on
+    try:
+        yield
+    finally:
+        _interpret.on = before
+
+
+def _install_interpret_rule():
+    # Pallas refuses to lower for "cpu" outside interpret mode, and lowers for "tpu" to a
+    # Mosaic custom call the CPU plugin cannot run. This rule asks for interpret mode only
+    # inside pallas_interpret(True), so JAX used directly behaves as before.
+    try:
+        from jax._src.interpreters import mlir
+        from jax._src.pallas import pallas_call as pallas
+    except ImportError:  # a JAX without Pallas: nothing to redirect
+        return
+    lower = pallas._pallas_call_lowering
+
+    def rule(ctx, *operands, interpret, **params):
+        if getattr(_interpret, "on", False) and not interpret:
+            interpret = True
+        return lower(ctx, *operands, interpret=interpret, **params)
+
+    for platform in ("cpu", "tpu"):
+        mlir.register_lowering(pallas.pallas_call_p, rule, platform=platform)
+
+
+# ---- custom calls --------------------------------------------------------------------------
+
+_CALL_TARGET = re.compile(r'call_target_name = "([^"]+)"')
+# Custom calls XLA itself expands on every platform (sharding annotations, host offload).
+_ANYWHERE = {
+    "Sharding",
+    "SPMDFullToShardShape",
+    "SPMDShardToFullShape",
+    "annotate_device_placement",
+    "MoveToHost",
+    "MoveToDevice",
+}
+_PYTHON_CALLBACKS = re.compile(r"python.*callback|callback.*python")
+
+
+def unsupported_custom_calls(text: str, platform: str) -> list[str]:
+    """The custom-call targets in `text` that the `platform` plugin cannot run."""
+    found = []
+    for target in dict.fromkeys(_CALL_TARGET.findall(text)):
+        if target in _ANYWHERE:
+            continue
+        if _PYTHON_CALLBACKS.search(target):
+            found.append(target)  # no plugin can call back into this Python process
+        elif platform == "cpu":
+            found.append(target)  # the CPU plugin links no LAPACK, Mosaic or FFI handlers
+        elif platform == "tpu" and (target.startswith("lapack_") or "cpu" in target):
+            found.append(target)
+        elif platform == "cuda" and target == "tpu_custom_call":
+            found.append(target)
+    return found
+
+
+def _explain(target: str, platform: str) -> str:
+    if _PYTHON_CALLBACKS.search(target):
+        return (
+            f"{target}: jax.pure_callback, io_callback and jax.debug.print call back into "
+            "Python, which a program on the device cannot do; remove them from the kernel"
+        )
+    if target == "tpu_custom_call":
+        return (
+            f"{target}: a Mosaic (Pallas TPU) kernel runs only on a TPU; on the {platform} "
+            "platform write it with pl.pallas_call, which torch_tpu runs in interpret mode"
+        )
+    if target.startswith("lapack_") or target == "LuDecomposition":
+        return (
+            f"{target}: a LAPACK routine (jnp.linalg / jax.scipy.linalg) that the {platform} "
+            "plugin does not link; compute it with torch.linalg outside the kernel"
+        )
+    return f"{target}: not a custom call the {platform} plugin can run"
+
+
+# ---- lowering ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Lowered:
+    """A JAX function lowered for one input signature."""
+
+    callee: object  # torch_tpu._C._kernels.Callee: the renamed functions and the one to call
+    input_dtypes: tuple  # torch dtypes of the function's parameters (JAX's canonical ones)
+    outputs: tuple  # ((shape, torch dtype), ...) of the flattened results
+    out_tree: object  # the results' pytree structure
+
+
+def plugin_stablehlo_version() -> str | None:
+    """The newest StableHLO the plugin reads, "1.13.3", when it says."""
+    import torch_tpu
+
+    version = torch_tpu.plugin_info()["attributes"].get("stablehlo_current_version")
+    return version.replace(",", ".") if version else None
+
+
+def lower(fn, avals, name: str) -> Lowered:
+    """Lowers `fn` (taking arrays only) for `avals` (jax.ShapeDtypeStructs) for the plugin."""
+    jax = import_jax()
+    import torch_tpu
+
+    platform = torch_tpu.platform()
+    lowering_platform = platform if platform in ("cpu", "tpu", "cuda") else "cpu"
+    jitted = jax.jit(fn, keep_unused=True)
+    with pallas_interpret(lowering_platform == "cpu"):
+        traced = jitted.trace(*avals)
+        module = traced.lower(lowering_platforms=(lowering_platform,)).compiler_ir("stablehlo")
+        bad = unsupported_custom_calls(_text(module), platform)
+        if bad and lowering_platform == "cpu" and all(not _PYTHON_CALLBACKS.search(t) for t in bad):
+            # Lowered for "tpu", linear algebra is plain StableHLO (cholesky, triangular_solve)
+            # where "cpu" calls LAPACK; Pallas stays in interpret mode.
+            retry = traced.lower(lowering_platforms=("tpu",)).compiler_ir("stablehlo")
+            if not unsupported_custom_calls(_text(retry), platform):
+                module, bad = retry, []
+    if bad:
+        reasons = "\n  ".join(_explain(t, platform) for t in bad)
+        raise UnsupportedKernelError(
+            f"{name}: JAX lowered the kernel to custom calls the {platform} plugin cannot "
+            f"run:\n  {reasons}"
+        )
+    module = _at_plugin_version(module, name)
+    callee = _renamed_apart(module)
+    flat_out, out_tree = jax.tree_util.tree_flatten(traced.out_info)
+    outputs = tuple((tuple(o.shape), torch_dtype(o.dtype)) for o in flat_out)
+    input_dtypes = tuple(torch_dtype(a.dtype) for a in avals)
+    return Lowered(callee, input_dtypes, outputs, out_tree)
+
+
+def _text(module) -> str:
+    return module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+
+
+def _at_plugin_version(module, name: str):
+    """`module` through a portable artifact at the plugin's StableHLO version, and back."""
+    version = plugin_stablehlo_version()
+    if version is None:
+        return module
+    import jax
+    from jax._src.interpreters import mlir as jax_mlir
+    from jax._src.lib import _jax
+
+    bytecode = module.operation.get_asm(binary=True, enable_debug_info=False)
+    try:
+        artifact = _jax.mlir.serialize_portable_artifact(bytecode, version)
+    except Exception as e:
+        raise UnsupportedKernelError(
+            f"{name}: JAX {jax.__version__} lowered the kernel to StableHLO that the plugin's "
+            f"StableHLO {version} cannot express ({e}); use a JAX release closer to the "
+            "plugin's, or a newer plugin"
+        ) from e
+    return _jax.mlir.deserialize_portable_artifact(artifact, jax_mlir.make_ir_context())
+
+
+def _renamed_apart(module):
+    from jax._src.lib.mlir import ir
+
+    import torch_tpu
+
+    with module.context:
+        digest = hashlib.sha256(_text(module).encode()).hexdigest()[:16]
+        prefix = f"jax_{digest}_"
+        functions = [op for op in module.body.operations if op.operation.name == "func.func"]
+        names = [ir.StringAttr(op.attributes["sym_name"]).value for op in functions]
+        main = "main" if "main" in names else names[0]
+        for old in names:
+            ir.SymbolTable.replace_all_symbol_uses(old, prefix + old, module.operation)
+        texts = []
+        for op, old in zip(functions, names):
+            op.attributes["sym_name"] = ir.StringAttr.get(prefix + old)
+            op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            # Argument and result attributes (shardings, layouts, result names) belong to
+            # the entry point of JAX's own program, not to a function called in ours.
+            for attribute in ("arg_attrs", "res_attrs"):
+                if attribute in op.attributes:
+                    del op.attributes[attribute]
+            texts.append(
+                op.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+            )
+    return torch_tpu._C._kernels.Callee(prefix + main, "\n".join(texts) + "\n")
