@@ -54,6 +54,8 @@ setup(
     ext_modules=[CMakeExtension("torch_tpu._C")],
     cmdclass={"build_ext": CMakeBuild},
     install_requires=["torch==2.13.0", "xla-cpu-pjrt==0.0.1", "numpy"],
+    # torch_tpu.kernels.jax_op: the newest JAX for Python 3.11 (0.12 and Tokamax need 3.12).
+    extras_require={"jax": ["jax==0.10.2", "jaxlib==0.10.2"]},
     python_requires=">=3.10",
     # PyTorch imports this with torch itself, so programs that never name torch_tpu
     # (torchrun -m torchtitan.train, PyTorch's device tests) find the tpu device.

@@ -138,9 +138,11 @@ def _flash_kernel(q_ref, k_ref, v_ref, o_ref, lse_ref, *, block_k, scale):
         return out * correction + p @ v, new_max, total * correction + p.sum(-1, keepdims=True)
 
     width = q_ref.shape[-1]
-    start = (jnp.zeros((block_q, width), jnp.float32),
-             jnp.full((block_q, 1), -jnp.inf, jnp.float32),
-             jnp.zeros((block_q, 1), jnp.float32))
+    start = (
+        jnp.zeros((block_q, width), jnp.float32),
+        jnp.full((block_q, 1), -jnp.inf, jnp.float32),
+        jnp.zeros((block_q, 1), jnp.float32),
+    )
     # Causal: key blocks after this query block's last query are skipped altogether.
     blocks = (first_query + block_q + block_k - 1) // block_k
     out, running_max, total = jax.lax.fori_loop(0, blocks, step, start)

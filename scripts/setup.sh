@@ -25,6 +25,8 @@ if [ "${1:-}" = "--test" ]; then
   python_packages+=(pytest expecttest hypothesis ruff transformers==4.57.1)
   # TorchTitan's tests; TorchTitan imports triton but does not declare it.
   python_packages+=(torchtitan==0.3.0 triton==3.9.0)
+  # torch_tpu.kernels (JAX and Pallas kernels): the [jax] extra, pinned the same.
+  python_packages+=(jax==0.10.2 jaxlib==0.10.2)
 fi
 echo "== installing Python packages: ${python_packages[*]}"
 "$PYTHON" -m pip install -q --disable-pip-version-check "${python_packages[@]}"

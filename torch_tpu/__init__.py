@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from torch_tpu import _versions
 
@@ -49,6 +50,11 @@ _autograd_threads.start(_C._device_count())
 
 _device_module._install_eager_mode_property()
 torch._register_device_module("tpu", _device_module)
+
+from torch_tpu.kernels import pallas as _pallas  # noqa: E402  (JAX is imported on first use)
+
+_device_module.pallas = _pallas  # torch.tpu.pallas.jax_op, TorchTPU's name
+sys.modules["torch.tpu.pallas"] = _pallas
 _device_module._set_autocast_default()
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True

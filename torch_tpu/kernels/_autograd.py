@@ -88,7 +88,7 @@ class _Plan:
                         "or pass backward= to jax_op"
                     ) from e
                 self.residual_shapes = [
-                    (tuple(r.shape), _torch_dtype(r)) for r in shapes[len(self.out_avals):]
+                    (tuple(r.shape), _torch_dtype(r)) for r in shapes[len(self.out_avals) :]
                 ]
         self.num_results = len(self.out_avals)
 
@@ -136,7 +136,8 @@ class _Plan:
                     f"{n_in} array inputs"
                 )
             return tuple(
-                jnp.zeros(self.avals[i].shape, self.avals[i].dtype) if grads[i] is None
+                jnp.zeros(self.avals[i].shape, self.avals[i].dtype)
+                if grads[i] is None
                 else grads[i]
                 for i in self.diff
             )
@@ -260,14 +261,15 @@ def install_autograd(op, kernel):
             if kernel.backward_fn is not None:
                 with torch._C._AutoDispatchBelowAutograd():
                     results = _as_list(
-                        op._opoverload.redispatch(keyset & torch._C._after_autograd_keyset,
-                                                  *args, **kwargs)
+                        op._opoverload.redispatch(
+                            keyset & torch._C._after_autograd_keyset, *args, **kwargs
+                        )
                     )
                 residuals = tensors
             else:
                 everything = forward_op(*args, **kwargs)
                 results = everything[: plan.num_results]
-                residuals = everything[plan.num_results:]
+                residuals = everything[plan.num_results :]
             ctx.save_for_backward(*residuals)
             ctx.signature = signature_text(tensors)
             ctx.static_args = [static_values[p.name] for p in statics]
@@ -308,7 +310,7 @@ def install_autograd(op, kernel):
 
     # Replaces the Autograd kernel custom_op registered (one that finds no formula).
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel")
+        warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
         op._lib.impl(op._name, autograd_impl, "Autograd", with_keyset=True)
 
 

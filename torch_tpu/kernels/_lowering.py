@@ -272,7 +272,5 @@ def _renamed_apart(module):
             for attribute in ("arg_attrs", "res_attrs"):
                 if attribute in op.attributes:
                     del op.attributes[attribute]
-            texts.append(
-                op.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
-            )
+            texts.append(op.operation.get_asm(print_generic_op_form=True, enable_debug_info=False))
     return torch_tpu._C._kernels.Callee(prefix + main, "\n".join(texts) + "\n")

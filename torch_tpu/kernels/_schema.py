@@ -84,7 +84,9 @@ def _static_type(annotation, default, name: str, where: str) -> str | None:
             element = {a for a in typing.get_args(annotation) if a is not Ellipsis}
             if len(element) == 1 and next(iter(element)) in (bool, int, float):
                 return _SCALARS[next(iter(element))] + "[]" + suffix
-            raise TypeError(f"{where}: static parameter {name!r} must be a tuple of one number type")
+            raise TypeError(
+                f"{where}: static parameter {name!r} must be a tuple of one number type"
+            )
         return None
     if isinstance(default, (bool, int, float, str)):
         return _SCALARS[type(default)]

@@ -89,8 +89,10 @@ class Kernel:
         self.donated = tuple(donate_argnums or ())
         for i in self.donated:
             if not 0 <= i < len(self.signature.parameters):
-                raise ValueError(f"{name}: donate_argnums has {i}, but fn has "
-                                 f"{len(self.signature.parameters)} parameters")
+                raise ValueError(
+                    f"{name}: donate_argnums has {i}, but fn has "
+                    f"{len(self.signature.parameters)} parameters"
+                )
             if self.signature.parameters[i].static:
                 raise ValueError(f"{name}: donated parameter {i} is static, not an array")
         self._lowered = {}
@@ -103,15 +105,17 @@ class Kernel:
         returned = self.signature.num_results - len(self.donated)
         if returned < 0:
             raise ValueError(f"{self.name}: more donated arrays than results")
-        results = "Tensor" if returned == 1 and self.signature.num_results == 1 else (
-            "(" + ", ".join(["Tensor"] * returned) + ")"
+        results = (
+            "Tensor"
+            if returned == 1 and self.signature.num_results == 1
+            else ("(" + ", ".join(["Tensor"] * returned) + ")")
         )
         return f"({self.signature.arguments_text(mutated)}) -> {results}"
 
     def split(self, args, kwargs):
         """(tensor arguments in order, static values by name) of an op call."""
         values = list(args)
-        for p in self.signature.parameters[len(values):]:
+        for p in self.signature.parameters[len(values) :]:
             values.append(kwargs.get(p.name, p.default))
         tensors, statics = [], {}
         for p, value in zip(self.signature.parameters, values):
@@ -169,8 +173,11 @@ class Kernel:
             target = tensor_index[self.signature.parameters[i].name]
             t = tensors[target]
             want = (tuple(t.shape), t.dtype)
-            free = [k for k, o in enumerate(outputs) if plan[k] < 0 and tuple(o[0]) == want[0]
-                    and o[1] == want[1]]
+            free = [
+                k
+                for k, o in enumerate(outputs)
+                if plan[k] < 0 and tuple(o[0]) == want[0] and o[1] == want[1]
+            ]
             if not free:
                 raise ValueError(
                     f"{self.name}: donated argument {self.signature.parameters[i].name!r} "
@@ -208,8 +215,9 @@ class Kernel:
 
         lowered = self.lowered(tensors, statics)
         plan = self.result_plan(tensors, lowered.outputs)
-        outputs = [(list(shape), dtype, target) for (shape, dtype), target in
-                   zip(lowered.outputs, plan)]
+        outputs = [
+            (list(shape), dtype, target) for (shape, dtype), target in zip(lowered.outputs, plan)
+        ]
         results = torch_tpu._C._kernels.call(
             self.name, lowered.callee, tensors, list(lowered.input_dtypes), outputs
         )
