@@ -203,7 +203,18 @@ def lower(fn, avals, name: str) -> Lowered:
     jitted = jax.jit(fn, keep_unused=True)
     with pallas_interpret(lowering_platform == "cpu"):
         traced = jitted.trace(*avals)
-        module = traced.lower(lowering_platforms=(lowering_platform,)).compiler_ir("stablehlo")
+        try:
+            module = traced.lower(lowering_platforms=(lowering_platform,)).compiler_ir("stablehlo")
+        except ValueError as e:
+            if "Only interpret mode is supported" not in str(e):
+                raise
+            # pl.kernel / core_map over a TPU core mesh (Helion's Pallas backend emits
+            # these) has no plain-StableHLO interpret lowering: it is Mosaic or nothing.
+            raise UnsupportedKernelError(
+                f"{name}: this Pallas kernel (pl.kernel or core_map over a TPU mesh) lowers "
+                f"only to Mosaic, which runs only on a TPU, not on the {platform} platform; "
+                "write it with pl.pallas_call to run it here in interpret mode"
+            ) from e
         bad = unsupported_custom_calls(_text(module), platform)
         if bad and lowering_platform == "cpu" and all(not _PYTHON_CALLBACKS.search(t) for t in bad):
             # Lowered for "tpu", linear algebra is plain StableHLO (cholesky, triangular_solve)

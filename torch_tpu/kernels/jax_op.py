@@ -96,6 +96,7 @@ class Kernel:
             if self.signature.parameters[i].static:
                 raise ValueError(f"{name}: donated parameter {i} is static, not an array")
         self._lowered = {}
+        self._prepared = {}  # signature -> what a call passes to the C++ side
         self._shapes = {}
         self._jitted = {}
 
@@ -144,8 +145,15 @@ class Kernel:
 
     @staticmethod
     def key(tensors, statics):
+        """The lowering's key: shapes and dtypes of the arrays, and the static values.
+        Symbolic sizes (Dynamo's dynamic shapes) are specialized to their values here."""
         shapes = tuple((tuple(int(s) for s in t.shape), t.dtype) for t in tensors)
         return shapes, tuple(sorted(statics.items()))
+
+    @staticmethod
+    def call_key(tensors, statics):
+        """key() for real tensors (sizes are ints): what every call computes, so cheap."""
+        return tuple((t.shape, t.dtype) for t in tensors), tuple(sorted(statics.items()))
 
     def avals(self, tensors):
         jax = _lowering.import_jax()
@@ -213,14 +221,19 @@ class Kernel:
     def run_tpu(self, tensors, statics):
         import torch_tpu
 
-        lowered = self.lowered(tensors, statics)
-        plan = self.result_plan(tensors, lowered.outputs)
-        outputs = [
-            (list(shape), dtype, target) for (shape, dtype), target in zip(lowered.outputs, plan)
-        ]
-        results = torch_tpu._C._kernels.call(
-            self.name, lowered.callee, tensors, list(lowered.input_dtypes), outputs
-        )
+        key = self.call_key(tensors, statics)
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            lowered = self.lowered(tensors, statics)
+            plan = self.result_plan(tensors, lowered.outputs)
+            outputs = [
+                (list(shape), dtype, target)
+                for (shape, dtype), target in zip(lowered.outputs, plan)
+            ]
+            prepared = (lowered.callee, list(lowered.input_dtypes), outputs, plan)
+            self._prepared[key] = prepared
+        callee, input_dtypes, outputs, plan = prepared
+        results = torch_tpu._C._kernels.call(self.name, callee, tensors, input_dtypes, outputs)
         return self.returned(results, plan)
 
     def run_cpu(self, tensors, statics):
