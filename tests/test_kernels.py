@@ -85,7 +85,12 @@ def test_input_dtypes(dtype, native):
         return x + x if x.dtype != jnp.bool_ else ~x
 
     x = (torch.randn(3, 4) * 10).to(dtype)
-    out = double(x.to("tpu"))
+    if dtype == torch.int64:  # JAX's default: 32 bits, said once per signature
+        with pytest.warns(UserWarning, match="computes torch.int64 in 32 bits"):
+            out = double(x.to("tpu"))
+        assert out.dtype == torch.int32
+    else:
+        out = double(x.to("tpu"))
     want = double(x)
     assert out.dtype == want.dtype
     torch.testing.assert_close(out.cpu(), want, rtol=0, atol=0)
@@ -383,3 +388,97 @@ def test_mosaic_only_kernel_fails_clearly_off_a_tpu():
 
     with pytest.raises(UnsupportedKernelError, match="lowers only to Mosaic"):
         core_kernel(torch.ones(8, 128, device="tpu"))
+
+
+def test_complex_gradients_follow_pytorch(native):
+    @jax_op("tests::cmul")
+    def cmul(x, c):
+        return x * c
+
+    x = torch.tensor([1 + 2j, -0.5 + 1j], dtype=torch.complex64)
+    c = torch.tensor([3 + 4j, 2 - 1j], dtype=torch.complex64)
+    xt, ct = x.to("tpu").requires_grad_(), c.to("tpu").requires_grad_()
+    (cmul(xt, ct).abs() ** 2).sum().backward()
+    xc, cc = x.clone().requires_grad_(), c.clone().requires_grad_()
+    ((xc * cc).abs() ** 2).sum().backward()
+    torch.testing.assert_close(xt.grad.cpu(), xc.grad)
+    torch.testing.assert_close(ct.grad.cpu(), cc.grad)
+
+
+def test_static_floats_are_told_apart_by_their_bits(native):
+    @jax_op("tests::copysign")
+    def copysign(x, s: float):
+        return jnp.copysign(x, s)
+
+    x = torch.ones(2, device="tpu")
+    assert copysign(x, -0.0).cpu().tolist() == [-1.0, -1.0]
+    assert copysign(x, 0.0).cpu().tolist() == [1.0, 1.0]  # not the -0.0 program again
+
+
+def test_a_cpu_scalar_first_still_gives_tpu_results(native):
+    @jax_op("tests::scale")
+    def scale(s, x):
+        return s * x
+
+    x = torch.randn(4, device="tpu", requires_grad=True)
+    s = torch.tensor(2.0)
+    torch.library.opcheck(scale, (s, x.detach()))
+    compiled = torch.compile(lambda s, x: scale(s, x).sum(), backend="tpu")
+    value = compiled(s, x)
+    value.backward()
+    assert value.device.type == "tpu"
+    torch.testing.assert_close(x.grad.cpu(), torch.full((4,), 2.0))
+
+
+def test_donated_arguments_refuse_gradients():
+    @jax_op("tests::add_into", donate_argnums=(0,))
+    def add_into(acc, x):
+        return acc + x
+
+    acc = torch.zeros(3, device="tpu", requires_grad=True)
+    with pytest.raises(RuntimeError, match="in place .donate_argnums. and has no gradient"):
+        add_into(acc, torch.ones(3, device="tpu"))
+    with torch.no_grad():
+        add_into(acc, torch.ones(3, device="tpu"))
+    assert acc.detach().cpu().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_kernel_that_does_not_compile_names_itself_and_spares_the_graph(monkeypatch):
+    from torch_tpu.kernels import _lowering
+
+    @jax_op("tests::broken")
+    def broken(x):
+        return x + 1
+
+    real = _lowering.lower
+
+    def bad_lowering(fn, avals, name):
+        lowered = real(fn, avals, name)
+        callee = torch_tpu._C._kernels.Callee(
+            lowered.callee.name,
+            lowered.callee.text.replace("stablehlo.add", "stablehlo.no_such_op"),
+        )
+        return _lowering.Lowered(callee, lowered.input_dtypes, lowered.outputs, lowered.out_tree)
+
+    monkeypatch.setattr(_lowering, "lower", bad_lowering)
+    x = torch.ones(3, device="tpu")
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        pending = x * 5
+        with pytest.raises(RuntimeError, match="tests::broken: the kernel does not compile"):
+            broken(x)
+        assert pending.cpu().tolist() == [5.0, 5.0, 5.0]
+
+
+def test_string_annotations_resolve_one_by_one():
+    namespace = {}
+    exec(
+        "from __future__ import annotations\n"
+        "import jax.numpy as jnp\n"
+        "def f(x: Unknown, n: int = 2) -> tuple[jnp.ndarray, jnp.ndarray]:\n"
+        "    return x * n, x + n\n",
+        namespace,
+    )
+    op = jax_op("tests::annotated", namespace["f"])
+    assert "int n=2" in str(torch.ops.tests.annotated.default._schema)
+    a, b = op(torch.ones(2, device="tpu"), 3)
+    assert a.cpu().tolist() == [3.0, 3.0] and b.cpu().tolist() == [4.0, 4.0]

@@ -47,7 +47,8 @@ Value convolve(Builder& b, const Value& lhs, const Value& rhs, const std::string
                            " : i64, lhs_dilation = " + hlo::i64_array(w.lhs_dilation) +
                            ", padding = " + padding +
                            ", rhs_dilation = " + hlo::i64_array(w.rhs_dilation) +
-                           ", window_strides = " + hlo::i64_array(w.strides);
+                           ", window_strides = " + hlo::i64_array(w.strides) +
+                           b.precision_config(lhs, rhs);
   return b.op("convolution", {lhs, rhs}, TensorType{lhs.element(), result_dims}, attributes);
 }
 

@@ -1,5 +1,6 @@
 #include "aten/program.h"
 
+#include <ATen/Context.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
@@ -93,8 +94,19 @@ bool on_xla_cpu() {
   return cpu;
 }
 
+// torch.set_float32_matmul_precision: "highest" (PyTorch's default) promises float32
+// results, which a TPU gives only with HIGHEST (its DEFAULT is one bfloat16 pass).
+static hlo::MatmulPrecision matmul_precision() {
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::MEDIUM: return hlo::MatmulPrecision::Default;
+    case at::Float32MatmulPrecision::HIGH: return hlo::MatmulPrecision::High;
+    default: return hlo::MatmulPrecision::Highest;
+  }
+}
+
 Program::Program(const char* op_name) : op_name_(op_name) {
   builder_.set_for_xla_cpu(on_xla_cpu());
+  builder_.set_matmul_precision(matmul_precision());
 }
 
 void Program::check_device(const at::Tensor& tensor) {

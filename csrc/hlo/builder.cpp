@@ -154,6 +154,7 @@ std::string Builder::region(const std::vector<TensorType>& argument_types, const
   nested.prefix_ = prefix_ + "r" + std::to_string(next_region_++) + "_";
   nested.in_region_ = true;
   nested.for_xla_cpu_ = for_xla_cpu_;
+  nested.matmul_precision_ = matmul_precision_;
   std::vector<Value> arguments;
   for (const TensorType& type : argument_types) arguments.push_back(nested.parameter(type));
   std::vector<Value> yielded = body(nested, arguments);
@@ -362,7 +363,19 @@ Value Builder::dot_general(const Value& lhs, const Value& rhs,
   field("rhs_batching_dimensions", rhs_batch);
   field("lhs_contracting_dimensions", lhs_contract);
   field("rhs_contracting_dimensions", rhs_contract);
-  return emit("dot_general", {lhs, rhs}, TensorType{result, dims}, numbers + ">");
+  return emit("dot_general", {lhs, rhs}, TensorType{result, dims},
+              numbers + ">" + precision_config(lhs, rhs));
+}
+
+std::string Builder::precision_config(const Value& lhs, const Value& rhs) const {
+  auto single = [](ElementType e) { return e == ElementType::F32 || e == ElementType::C64; };
+  if (matmul_precision_ == MatmulPrecision::Default || !single(lhs.element()) ||
+      !single(rhs.element())) {
+    return "";
+  }
+  const char* name = matmul_precision_ == MatmulPrecision::High ? "HIGH" : "HIGHEST";
+  return std::string(", precision_config = [#stablehlo<precision ") + name +
+         ">, #stablehlo<precision " + name + ">]";
 }
 
 Value Builder::reduce(const Value& x, const Value& init, Reduction kind,
@@ -399,9 +412,12 @@ std::string Builder::branch(const std::vector<TensorType>& results, const Branch
   nested.next_id_ = next_id_;
   nested.next_region_ = next_region_;
   nested.for_xla_cpu_ = for_xla_cpu_;
+  nested.matmul_precision_ = matmul_precision_;
+  nested.callees_ = callees_;
   std::vector<Value> yielded = body(nested);
   next_id_ = nested.next_id_;
   next_region_ = nested.next_region_;
+  callees_ = nested.callees_;  // functions a branch calls belong to the module
   if (yielded.size() != results.size()) {
     throw std::invalid_argument("stablehlo.if: a branch returns " + std::to_string(yielded.size()) +
                                 " values, expected " + std::to_string(results.size()));

@@ -23,6 +23,11 @@ struct Value {
 
 enum class Compare { EQ, NE, LT, LE, GT, GE };
 
+// How many bf16 passes a float32 dot or convolution takes on a TPU (XLA's precision_config):
+// DEFAULT one, HIGH three, HIGHEST full float32. PyTorch's float32 matmul precision
+// "medium", "high", "highest" map onto them.
+enum class MatmulPrecision { Default, High, Highest };
+
 // A function the program calls but that was not built here (a JAX module's functions):
 // `text` is one or more whole func.func definitions, `name` the symbol called. The name
 // must identify the text (it carries a hash of it), so a graph adds each one only once.
@@ -82,6 +87,11 @@ class Builder {
   //   reduce() then reads the input of such reductions through an optimization barrier;
   // - it calls libm's scalar sinf/cosf per element; see trig.h.
   void set_for_xla_cpu(bool on) { for_xla_cpu_ = on; }
+  // The precision of float32 dots and convolutions built from now on (default: Highest).
+  void set_matmul_precision(MatmulPrecision precision) { matmul_precision_ = precision; }
+  // The `precision_config` attribute for a dot or convolution of `lhs`, `rhs`, with its
+  // leading ", ": empty unless both are float32 (or complex64) and the precision is not DEFAULT.
+  std::string precision_config(const Value& lhs, const Value& rhs) const;
   bool for_xla_cpu() const { return for_xla_cpu_; }
 
   // x, or x through an optimization barrier where set_for_xla_cpu asks for one: the operand
@@ -156,6 +166,7 @@ class Builder {
   bool in_region_ = false;  // parameters are block arguments, not function arguments
   int next_region_ = 0;
   bool for_xla_cpu_ = false;
+  MatmulPrecision matmul_precision_ = MatmulPrecision::Highest;
 };
 
 // "array<i64: 1, 2>" (or "array<i64>" when empty).

@@ -9,6 +9,7 @@
 #include "aten/device.h"
 #include "aten/dtype.h"
 #include "aten/program.h"
+#include "runtime/runtime.h"
 
 namespace tpu::kernels {
 
@@ -72,6 +73,20 @@ std::vector<at::Tensor> call_stablehlo(const std::string& op_name, const hlo::Ca
   }
   program.run();
   return tensors;
+}
+
+void check_compiles(const std::string& op_name, const hlo::Callee& callee,
+                    const std::vector<hlo::TensorType>& inputs,
+                    const std::vector<hlo::TensorType>& outputs) {
+  hlo::Builder b;
+  std::vector<hlo::Value> arguments;
+  for (const hlo::TensorType& type : inputs) arguments.push_back(b.parameter(type));
+  std::vector<hlo::Value> results = b.call(callee, arguments, outputs);
+  try {
+    runtime::Runtime::get().programs().get(b.module_text(results), op_name);
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, op_name, ": the kernel does not compile: ", e.what());
+  }
 }
 
 }  // namespace tpu::kernels

@@ -28,4 +28,11 @@ std::vector<at::Tensor> call_stablehlo(const std::string& op_name, const hlo::Ca
                                        const std::vector<c10::ScalarType>& input_types,
                                        const std::vector<CallOutput>& outputs);
 
+// Compiles `callee` alone, once per signature, raising an error that names `op_name` if the
+// plugin refuses it. A deferred graph compiles its ops only when it runs, where a kernel's
+// compile error would surface at some later, unrelated read, without its name.
+void check_compiles(const std::string& op_name, const hlo::Callee& callee,
+                    const std::vector<hlo::TensorType>& inputs,
+                    const std::vector<hlo::TensorType>& outputs);
+
 }  // namespace tpu::kernels

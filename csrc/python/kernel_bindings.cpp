@@ -2,6 +2,7 @@
 // (torch_tpu/kernels wraps it as torch.library custom ops).
 #include <torch/csrc/utils/pybind.h>
 
+#include "aten/dtype.h"
 #include "kernels/stablehlo_call.h"
 
 namespace py = pybind11;
@@ -32,6 +33,21 @@ void register_kernel_bindings(py::module& m) {
       },
       py::arg("op_name"), py::arg("callee"), py::arg("inputs"), py::arg("input_types"),
       py::arg("outputs"));
+  // inputs, outputs: (sizes, dtype) of the callee's parameters and results.
+  k.def(
+      "check_compiles",
+      [](const std::string& op_name, const hlo::Callee& callee,
+         const std::vector<std::pair<std::vector<int64_t>, c10::ScalarType>>& inputs,
+         const std::vector<std::pair<std::vector<int64_t>, c10::ScalarType>>& outputs) {
+        auto types = [](const auto& specs) {
+          std::vector<hlo::TensorType> out;
+          for (const auto& [sizes, dtype] : specs)
+            out.push_back(hlo::TensorType{aten::element_type(dtype), sizes});
+          return out;
+        };
+        kernels::check_compiles(op_name, callee, types(inputs), types(outputs));
+      },
+      py::arg("op_name"), py::arg("callee"), py::arg("inputs"), py::arg("outputs"));
 }
 
 }  // namespace tpu

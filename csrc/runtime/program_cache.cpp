@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "runtime/metrics.h"
+#include "runtime/program_dump.h"
 
 namespace tpu::runtime {
 
@@ -20,6 +21,7 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
     }
     disk = disk_;
   }
+  dump_program(program, label);
   std::shared_ptr<pjrt::Executable> executable;
   std::string rejected;
   if (disk != nullptr) {

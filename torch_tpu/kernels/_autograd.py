@@ -74,11 +74,10 @@ class _Plan:
 
         self.forward = forward
         with _lowering.pallas_interpret(True):
-            if kernel.backward_fn is not None:
-                flat_out, self.out_tree = jax.tree_util.tree_flatten(jax.eval_shape(fn, *avals))
-                self.out_avals = list(flat_out)
-                self.residual_shapes = []
-            else:
+            flat_out, self.out_tree = jax.tree_util.tree_flatten(jax.eval_shape(fn, *avals))
+            self.out_avals = list(flat_out)
+            self.residual_shapes = []
+            if kernel.backward_fn is None:
                 try:
                     shapes = jax.eval_shape(forward, *avals)
                 except Exception as e:
@@ -90,6 +89,7 @@ class _Plan:
                 self.residual_shapes = [
                     (tuple(r.shape), _torch_dtype(r)) for r in shapes[len(self.out_avals) :]
                 ]
+        self._backward = None
         self.num_results = len(self.out_avals)
 
     def differentiable_results(self):
@@ -97,6 +97,15 @@ class _Plan:
 
     def backward_function(self):
         """JAX function (residuals..., cotangents of differentiable results...) -> grads."""
+        if self._backward is None:
+            self._backward = (
+                self._custom_backward()
+                if self.kernel.backward_fn is not None
+                else self._vjp_backward()
+            )
+        return self._backward
+
+    def _vjp_backward(self):
         jax = _lowering.import_jax()
         import numpy as np
 
@@ -107,13 +116,14 @@ class _Plan:
             residuals, given = arrays[:n_res], arrays[n_res:]
             cotangents = [np.zeros(o.shape, dtype=jax.dtypes.float0) for o in self.out_avals]
             for i, ct in zip(diff_results, given):
-                cotangents[i] = ct
+                cotangents[i] = _conj(ct)
             pullback = jax.tree_util.tree_unflatten(self.tree, residuals)
-            return tuple(pullback(jax.tree_util.tree_unflatten(self.out_tree, cotangents)))
+            grads = pullback(jax.tree_util.tree_unflatten(self.out_tree, cotangents))
+            return tuple(_conj(g) for g in grads)
 
         return backward
 
-    def custom_backward_function(self):
+    def _custom_backward(self):
         """JAX function (inputs..., cotangents of differentiable results...) -> grads,
         from the kernel's own backward."""
         import jax.numpy as jnp
@@ -127,7 +137,7 @@ class _Plan:
             inputs, given = arrays[:n_in], arrays[n_in:]
             cotangents = [jnp.zeros(o.shape, o.dtype) for o in self.out_avals]
             for i, ct in zip(diff_results, given):
-                cotangents[i] = ct
+                cotangents[i] = _conj(ct)
             grads = user(*inputs, *cotangents, **statics)
             grads = grads if isinstance(grads, (tuple, list)) else (grads,)
             if len(grads) != n_in:
@@ -145,6 +155,13 @@ class _Plan:
         return backward
 
 
+def _conj(x):
+    # JAX's VJP is a transpose; PyTorch's complex gradients are conjugate (Wirtinger) ones.
+    import jax.numpy as jnp
+
+    return jnp.conj(x) if jnp.iscomplexobj(x) else x
+
+
 def _torch_dtype(aval) -> torch.dtype:
     return _lowering.torch_dtype(aval.dtype)
 
@@ -155,6 +172,7 @@ class _HiddenKernel:
     def __init__(self, name):
         self.name = name
         self._lowered = {}
+        self._jitted = {}
 
     def run(self, key, function, tensors):
         import torch_tpu
@@ -163,7 +181,9 @@ class _HiddenKernel:
             lowered = self._lowered.get(key)
             if lowered is None:
                 avals = [_aval(t) for t in tensors]
-                lowered = self._lowered[key] = _lowering.lower(function, avals, self.name)
+                lowered = _lowering.lower(function, avals, self.name)
+                _lowering.check_compiles(self.name, lowered, tensors)
+                self._lowered[key] = lowered
             outputs = [(list(s), d, -1) for s, d in lowered.outputs]
             return list(
                 torch_tpu._C._kernels.call(
@@ -173,8 +193,11 @@ class _HiddenKernel:
         jax = _lowering.import_jax()
         cpu = jax.devices("cpu")[0]
         arrays = [jax.device_put(jax.dlpack.from_dlpack(_for_jax(t)), cpu) for t in tensors]
+        jitted = self._jitted.get(key)
+        if jitted is None:
+            jitted = self._jitted[key] = jax.jit(function)
         with _lowering.pallas_interpret(True):
-            flat = jax.tree_util.tree_leaves(jax.jit(function)(*arrays))
+            flat = jax.tree_util.tree_leaves(jitted(*arrays))
         return [torch.from_dlpack(a).clone() for a in flat]
 
 
@@ -198,7 +221,7 @@ def install_autograd(op, kernel):
         text = (
             tensors_or_text if isinstance(tensors_or_text, str) else signature_text(tensors_or_text)
         )
-        key = (text, tuple(sorted(static_values.items())))
+        key = (text, _lowering.static_key(static_values), _lowering.x64_enabled())
         plan = plans.get(key)
         if plan is None:
             plan = plans[key] = _Plan(kernel, static_values, _parse_signature(text))
@@ -217,7 +240,8 @@ def install_autograd(op, kernel):
         plan, _ = plan_for(tensors, static_values)
         shapes = [(tuple(o.shape), _torch_dtype(o)) for o in plan.out_avals]
         shapes += plan.residual_shapes
-        return [torch.empty(s, dtype=d, device=tensors[0].device) for s, d in shapes]
+        device = _lowering.device_of(tensors)
+        return [torch.empty(s, dtype=d, device=device) for s, d in shapes]
 
     forward_op = torch.library.custom_op(
         f"{namespace}::{opname}_jax_fwd",
@@ -230,16 +254,12 @@ def install_autograd(op, kernel):
     def backward_impl(residuals, cotangents, signature, *static_args):
         static_values = {p.name: _static(v) for p, v in zip(statics, static_args)}
         plan, key = plan_for(signature, static_values)
-        if kernel.backward_fn is not None:
-            function = plan.custom_backward_function()
-        else:
-            function = plan.backward_function()
-        return backward_runner.run(key, function, [*residuals, *cotangents])
+        return backward_runner.run(key, plan.backward_function(), [*residuals, *cotangents])
 
     def backward_fake(residuals, cotangents, signature, *static_args):
         static_values = {p.name: _static(v) for p, v in zip(statics, static_args)}
         plan, _ = plan_for(signature, static_values)
-        device = cotangents[0].device if cotangents else residuals[0].device
+        device = _lowering.device_of([*cotangents, *residuals])
         return [
             torch.empty(plan.avals[i].shape, dtype=_torch_dtype(plan.avals[i]), device=device)
             for i in plan.diff
@@ -308,10 +328,7 @@ def install_autograd(op, kernel):
                 keyset & torch._C._after_autograd_keyset, *args, **kwargs
             )
 
-    # Replaces the Autograd kernel custom_op registered (one that finds no formula).
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
-        op._lib.impl(op._name, autograd_impl, "Autograd", with_keyset=True)
+    _override_autograd(op, autograd_impl)
 
 
 def _static(value):
@@ -322,3 +339,30 @@ def _as_list(result):
     if isinstance(result, torch.Tensor):
         return [result]
     return list(result)
+
+
+def refuse_autograd(op, kernel, mutated):
+    """An op that updates donated arrays in place has no gradient: refuse, as PyTorch does
+    for an in-place op on a leaf that requires grad, instead of silently returning none."""
+
+    def autograd_impl(keyset, *args, **kwargs):
+        if torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kwargs.values())
+        ):
+            raise RuntimeError(
+                f"{kernel.name} updates {', '.join(mutated)} in place (donate_argnums) and has "
+                "no gradient; call it under torch.no_grad() or on tensors that do not require grad"
+            )
+        with torch._C._AutoDispatchBelowAutograd():
+            return op._opoverload.redispatch(
+                keyset & torch._C._after_autograd_keyset, *args, **kwargs
+            )
+
+    _override_autograd(op, autograd_impl)
+
+
+def _override_autograd(op, autograd_impl):
+    # Replaces the Autograd kernel custom_op registered (one that finds no formula).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
+        op._lib.impl(op._name, autograd_impl, "Autograd", with_keyset=True)

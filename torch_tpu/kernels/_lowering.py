@@ -73,6 +73,45 @@ def jax_dtype(dtype: torch.dtype):
     return jax.dtypes.canonicalize_dtype(jnp.dtype(_JAX_DTYPE_NAMES[dtype]))
 
 
+def static_key(statics: dict) -> tuple:
+    """A hashable key of static values that tells apart what == does not: -0.0 from 0.0
+    (a different program), and lets NaN equal itself (or every call would lower anew)."""
+
+    def one(value):
+        if isinstance(value, float):
+            return ("float", value.hex())
+        if isinstance(value, tuple):
+            return tuple(one(v) for v in value)
+        return value
+
+    return tuple(sorted((name, one(value)) for name, value in statics.items()))
+
+
+def x64_enabled() -> bool:
+    """Whether JAX computes in 64 bits (jax_enable_x64): part of every lowering's key."""
+    return bool(import_jax().config.jax_enable_x64)
+
+
+def narrowed(dtype: torch.dtype) -> bool:
+    """Whether JAX computes `dtype` in fewer bits (64-bit types without jax_enable_x64)."""
+    return _lowering_dtype_name(dtype) != _JAX_DTYPE_NAMES.get(dtype)
+
+
+def _lowering_dtype_name(dtype: torch.dtype) -> str:
+    return str(jax_dtype(dtype))
+
+
+def device_of(tensors) -> torch.device:
+    """Where an op's results live: the first tpu tensor's device (a 0-d CPU tensor may come
+    first), else the first tensor's, else the current tpu device."""
+    for t in tensors:
+        if t.device.type == "tpu":
+            return t.device
+    if tensors:
+        return tensors[0].device
+    return torch.device("tpu", torch.tpu.current_device())
+
+
 def torch_dtype(dtype) -> torch.dtype:
     name = str(dtype)
     if name not in _TORCH_DTYPES:
@@ -134,11 +173,15 @@ _ANYWHERE = {
     "MoveToDevice",
 }
 _PYTHON_CALLBACKS = re.compile(r"python.*callback|callback.*python")
+# On a TPU, JAX lowers callbacks to host transfers (send/recv to the host) instead.
+_HOST_TRANSFER = re.compile(r"is_host_transfer = true|_xla_host_transfer_handler_name")
 
 
 def unsupported_custom_calls(text: str, platform: str) -> list[str]:
     """The custom-call targets in `text` that the `platform` plugin cannot run."""
     found = []
+    if _HOST_TRANSFER.search(text):
+        found.append("xla_python_host_callback")
     for target in dict.fromkeys(_CALL_TARGET.findall(text)):
         if target in _ANYWHERE:
             continue
@@ -234,6 +277,19 @@ def lower(fn, avals, name: str) -> Lowered:
     outputs = tuple((tuple(o.shape), torch_dtype(o.dtype)) for o in flat_out)
     input_dtypes = tuple(torch_dtype(a.dtype) for a in avals)
     return Lowered(callee, input_dtypes, outputs, out_tree)
+
+
+def check_compiles(name: str, lowered: Lowered, tensors) -> None:
+    """In defer_and_fuse (and under torch.compile), compiles a new kernel alone first, so
+    that a kernel the plugin refuses fails here, naming it, and not at a later flush of
+    the graph it joined (strict mode compiles it at the call anyway)."""
+    import torch_tpu
+
+    if torch_tpu.get_eager_mode() != "defer_and_fuse":
+        return
+    inputs = [(list(t.shape), dtype) for t, dtype in zip(tensors, lowered.input_dtypes)]
+    outputs = [(list(shape), dtype) for shape, dtype in lowered.outputs]
+    torch_tpu._C._kernels.check_compiles(name, lowered.callee, inputs, outputs)
 
 
 def _text(module) -> str:

@@ -9,9 +9,11 @@ Results: one ``Tensor``, or ``(Tensor, ...)`` when the return annotation is a tu
 
 from __future__ import annotations
 
+import builtins
 import collections.abc
 import dataclasses
 import inspect
+import math
 import types
 import typing
 
@@ -54,6 +56,11 @@ class Signature:
 
 
 def _default_text(value) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TypeError(
+            f"a static default of {value} cannot be written in an op schema; use None as the "
+            "default (annotated float | None) and pick the value inside the function"
+        )
     if value is None:
         return "None"
     if isinstance(value, bool):
@@ -111,11 +118,26 @@ def _num_results(annotation) -> int:
 def signature_of(fn, static_argnames=(), where: str = "jax_op") -> Signature:
     """The schema parts of `fn`'s parameters and results."""
     static_argnames = set(static_argnames or ())
+    signature = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn)
-    except Exception:  # unresolvable string annotations: read them as written
+    except Exception:  # one unresolvable string annotation: resolve the others one by one
         hints = {}
-    signature = inspect.signature(fn)
+        namespace = {**vars(builtins), **getattr(fn, "__globals__", {})}
+        for p in [*signature.parameters.values(), None]:
+            name = "return" if p is None else p.name
+            annotation = signature.return_annotation if p is None else p.annotation
+            if not isinstance(annotation, str):
+                continue
+            try:
+                hints[name] = eval(annotation, namespace)  # noqa: S307 (the user's own code)
+            except Exception as e:
+                if p is not None and p.default is inspect.Parameter.empty:
+                    continue  # an array parameter's annotation does not matter
+                raise TypeError(
+                    f"{where}: cannot resolve the annotation {annotation!r} of {name!r}; "
+                    "annotate it with int, float, bool, str or tuple[int, ...]"
+                ) from e
     unknown = static_argnames - set(signature.parameters)
     if unknown:
         raise TypeError(f"{where}: static_argnames {sorted(unknown)} are not parameters")

@@ -9,11 +9,12 @@ it runs in JAX on the CPU, so the same op serves as its own reference.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import torch
 
 from torch_tpu.kernels import _lowering, _schema
-from torch_tpu.kernels._autograd import install_autograd
+from torch_tpu.kernels._autograd import install_autograd, refuse_autograd
 
 
 def jax_op(
@@ -72,7 +73,9 @@ def jax_op(
         name, kernel.run, mutates_args=mutated, schema=kernel.schema(mutated)
     )
     op.register_fake(kernel.fake)
-    if not kernel.donated:
+    if kernel.donated:
+        refuse_autograd(op, kernel, mutated)
+    else:
         install_autograd(op, kernel)
     functools.update_wrapper(op, fn, assigned=("__doc__",), updated=())
     return op
@@ -148,12 +151,13 @@ class Kernel:
         """The lowering's key: shapes and dtypes of the arrays, and the static values.
         Symbolic sizes (Dynamo's dynamic shapes) are specialized to their values here."""
         shapes = tuple((tuple(int(s) for s in t.shape), t.dtype) for t in tensors)
-        return shapes, tuple(sorted(statics.items()))
+        return shapes, _lowering.static_key(statics), _lowering.x64_enabled()
 
     @staticmethod
     def call_key(tensors, statics):
         """key() for real tensors (sizes are ints): what every call computes, so cheap."""
-        return tuple((t.shape, t.dtype) for t in tensors), tuple(sorted(statics.items()))
+        shapes = tuple((t.shape, t.dtype) for t in tensors)
+        return shapes, _lowering.static_key(statics), _lowering.x64_enabled()
 
     def avals(self, tensors):
         jax = _lowering.import_jax()
@@ -187,9 +191,15 @@ class Kernel:
                 if plan[k] < 0 and tuple(o[0]) == want[0] and o[1] == want[1]
             ]
             if not free:
+                hint = (
+                    " (JAX computes it in 32 bits: set jax_enable_x64)"
+                    if _lowering.narrowed(t.dtype)
+                    else ""
+                )
                 raise ValueError(
                     f"{self.name}: donated argument {self.signature.parameters[i].name!r} "
-                    f"({t.dtype}{list(t.shape)}) has no result of its shape and dtype to receive"
+                    f"({t.dtype}{list(t.shape)}) has no result of its shape and dtype to "
+                    f"receive{hint}"
                 )
             plan[free[0]] = target
         return plan
@@ -230,6 +240,8 @@ class Kernel:
                 (list(shape), dtype, target)
                 for (shape, dtype), target in zip(lowered.outputs, plan)
             ]
+            _warn_if_narrowed(self.name, tensors)
+            _lowering.check_compiles(self.name, lowered, tensors)
             prepared = (lowered.callee, list(lowered.input_dtypes), outputs, plan)
             self._prepared[key] = prepared
         callee, input_dtypes, outputs, plan = prepared
@@ -239,7 +251,7 @@ class Kernel:
     def run_cpu(self, tensors, statics):
         """The kernel in JAX on the CPU (for CPU tensors): the reference tpu results match."""
         jax = _lowering.import_jax()
-        key = tuple(sorted(statics.items()))
+        key = (_lowering.static_key(statics), _lowering.x64_enabled())
         jitted = self._jitted.get(key)
         if jitted is None:
             jitted = self._jitted[key] = jax.jit(self.jax_function(statics))
@@ -276,9 +288,19 @@ class Kernel:
         tensors, statics = self.split(args, kwargs)
         outputs = self.output_shapes(tensors, statics)
         plan = self.result_plan(tensors, outputs)
-        device = tensors[0].device if tensors else torch.device("tpu")
+        device = _lowering.device_of(tensors)
         results = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in outputs]
         return self.returned(results, plan)
+
+
+def _warn_if_narrowed(name: str, tensors) -> None:
+    narrow = sorted({str(t.dtype) for t in tensors if _lowering.narrowed(t.dtype)})
+    if narrow:
+        warnings.warn(
+            f"{name}: JAX computes {', '.join(narrow)} in 32 bits (jax_enable_x64 is off): "
+            "values are converted, and results are 32-bit",
+            stacklevel=3,
+        )
 
 
 def _cpu_dtype(t: torch.Tensor) -> torch.dtype:

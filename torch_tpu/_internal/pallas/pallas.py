@@ -73,23 +73,37 @@ class JaxCallable:
 
     def __call__(self, *args, **kwargs):
         if kwargs:
-            raise TypeError(f"{self.name}: pass the kernel's arrays positionally")
+            raise TypeError(f"{self.name}: pass the kernel's arguments positionally")
         key = _get_kernel_invocation_key(self.trace_key, args, kwargs, self.static_argnums)
+        tensors = [a for i, a in enumerate(args) if i not in self.static_argnums]
         fingerprint = self.kernel_key_to_mlir_fingerprint.get(key)
         if fingerprint is None:
-            lowered = _lowering.lower(self.jit_fn, [jax_placeholder(a) for a in args], self.name)
+            statics = {i: args[i] for i in self.static_argnums}
+
+            def of_arrays(*arrays):
+                arrays = iter(arrays)
+                full = [statics[i] if i in statics else next(arrays) for i in range(len(args))]
+                return self.jit_fn(*full)
+
+            avals = [jax_placeholder(t) for t in tensors]
+            lowered = _lowering.lower(of_arrays, avals, self.name)
             fingerprint = hashlib.sha256(lowered.callee.name.encode()).hexdigest()[:24]
             tpu_torch_pallas.register_custom_kernel(self.name, fingerprint, lowered=lowered)
             shapes = [torch.empty(s, dtype=d, device="meta") for s, d in lowered.outputs]
             self.output_shapes[key] = (shapes, lowered.out_tree)
             self.kernel_key_to_mlir_fingerprint[key] = fingerprint
         shapes, out_tree = self.output_shapes[key]
+        # Aliases count positions among all arguments; the kernel sees only the arrays.
+        position = {
+            i: n for n, i in enumerate(i for i in range(len(args)) if i not in self.static_argnums)
+        }
+        aliases = {position[i]: out for i, out in self.input_output_aliases.items()}
         results = tpu_torch_pallas.call_custom_kernel(
             self.name,
             fingerprint,
-            inputs=list(args),
+            inputs=tensors,
             output_shapes=shapes,
             donate_argnums=self.donate_argnums,
-            aliases=self.input_output_aliases,
+            aliases=aliases,
         )
         return out_tree.unflatten(results)
