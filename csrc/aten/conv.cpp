@@ -41,14 +41,13 @@ Value convolve(Builder& b, const Value& lhs, const Value& rhs, const std::string
                std::to_string(w.pad_high[i]) + "]";
   }
   padding += "]> : tensor<" + std::to_string(w.pad_low.size()) + "x2xi64>";
-  std::string attributes = "batch_group_count = " + std::to_string(w.batch_groups) +
-                           " : i64, dimension_numbers = #stablehlo.conv<" + layout +
-                           ">, feature_group_count = " + std::to_string(w.feature_groups) +
-                           " : i64, lhs_dilation = " + hlo::i64_array(w.lhs_dilation) +
-                           ", padding = " + padding +
-                           ", rhs_dilation = " + hlo::i64_array(w.rhs_dilation) +
-                           ", window_strides = " + hlo::i64_array(w.strides) +
-                           b.precision_config(lhs, rhs);
+  std::string attributes =
+      "batch_group_count = " + std::to_string(w.batch_groups) +
+      " : i64, dimension_numbers = #stablehlo.conv<" + layout +
+      ">, feature_group_count = " + std::to_string(w.feature_groups) +
+      " : i64, lhs_dilation = " + hlo::i64_array(w.lhs_dilation) + ", padding = " + padding +
+      ", rhs_dilation = " + hlo::i64_array(w.rhs_dilation) +
+      ", window_strides = " + hlo::i64_array(w.strides) + b.precision_config(lhs, rhs);
   return b.op("convolution", {lhs, rhs}, TensorType{lhs.element(), result_dims}, attributes);
 }
 

@@ -259,9 +259,8 @@ void Program::run_deferred(const std::vector<hlo::Value>& results,
   for (size_t i = 0; i < written.size(); ++i)
     outputs.emplace_back(written[i]->storage, results[i].type);
   runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device_);
-  int64_t pending =
-      graph.record(builder_.function_text("private @op", results), arguments, outputs,
-                   builder_.callees());
+  int64_t pending = graph.record(builder_.function_text("private @op", results), arguments, outputs,
+                                 builder_.callees());
   runtime::metrics().count_native(op_name_);
   if (pending >= defer_max_ops()) graph.flush();
 }

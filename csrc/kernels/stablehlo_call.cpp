@@ -37,8 +37,8 @@ std::vector<at::Tensor> call_stablehlo(const std::string& op_name, const hlo::Ca
                                        const std::vector<at::Tensor>& inputs,
                                        const std::vector<c10::ScalarType>& input_types,
                                        const std::vector<CallOutput>& outputs) {
-  TORCH_CHECK(inputs.size() == input_types.size(), op_name, ": ", inputs.size(),
-              " inputs but ", input_types.size(), " input types");
+  TORCH_CHECK(inputs.size() == input_types.size(), op_name, ": ", inputs.size(), " inputs but ",
+              input_types.size(), " input types");
   TORCH_CHECK(!outputs.empty(), op_name, ": a kernel must return at least one array");
   const c10::Device device = device_of(inputs);
   aten::Program program(interned(op_name));

@@ -28,7 +28,8 @@ void register_kernel_bindings(py::module& m) {
          const std::vector<at::Tensor>& inputs, const std::vector<c10::ScalarType>& input_types,
          const std::vector<std::tuple<std::vector<int64_t>, c10::ScalarType, int>>& outputs) {
         std::vector<kernels::CallOutput> specs;
-        for (const auto& [sizes, dtype, donated] : outputs) specs.push_back({sizes, dtype, donated});
+        for (const auto& [sizes, dtype, donated] : outputs)
+          specs.push_back({sizes, dtype, donated});
         return kernels::call_stablehlo(op_name, callee, inputs, input_types, specs);
       },
       py::arg("op_name"), py::arg("callee"), py::arg("inputs"), py::arg("input_types"),

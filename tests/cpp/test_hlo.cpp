@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "hlo/builder.h"
@@ -153,6 +155,46 @@ TEST(Builder, DotGeneralMatmul) {
   EXPECT_EQ(z.dims(), (std::vector<int64_t>{2, 2}));
   auto out = run(b, z, {{{1, 2, 3, 4, 5, 6}, {2, 3}}, {{1, 0, 0, 1, 1, 1}, {3, 2}}});
   EXPECT_EQ(out, (std::vector<float>{4, 5, 10, 11}));
+}
+
+TEST(Builder, DotPrecisionFollowsTheSetting) {
+  for (auto [precision, expected] : {std::pair{MatmulPrecision::Highest, "precision HIGHEST"},
+                                     std::pair{MatmulPrecision::High, "precision HIGH>"},
+                                     std::pair{MatmulPrecision::Default, ""}}) {
+    Builder b;
+    b.set_matmul_precision(precision);
+    Value x = b.parameter(f32({2, 3}));
+    Value y = b.parameter(f32({3, 2}));
+    Value z = b.dot_general(x, y, {}, {}, {1}, {0}, ElementType::F32);
+    std::string text = b.module_text({z});
+    if (*expected == '\0') {
+      EXPECT_EQ(text.find("precision_config"), std::string::npos);
+    } else {
+      EXPECT_NE(text.find(expected), std::string::npos) << text;
+    }
+    EXPECT_EQ(run(b, z, {{{1, 2, 3, 4, 5, 6}, {2, 3}}, {{1, 0, 0, 1, 1, 1}, {3, 2}}}),
+              (std::vector<float>{4, 5, 10, 11}));
+  }
+  Builder half;  // bfloat16 dots carry no precision: it only concerns float32
+  Value a = half.parameter(TensorType{ElementType::BF16, {2, 2}});
+  Value c = half.dot_general(a, a, {}, {}, {1}, {0}, ElementType::BF16);
+  EXPECT_EQ(half.module_text({c}).find("precision_config"), std::string::npos);
+}
+
+TEST(Builder, CallsAFunctionAddedToTheModule) {
+  Callee twice{"ext_twice", std::make_shared<const std::string>(
+                                "  func.func private @ext_twice(%a: tensor<3xf32>) -> "
+                                "tensor<3xf32> {\n"
+                                "    %0 = stablehlo.add %a, %a : tensor<3xf32>\n"
+                                "    func.return %0 : tensor<3xf32>\n  }\n")};
+  Builder b;
+  Value x = b.parameter(f32({3}));
+  Value once = b.call(twice, {x}, {f32({3})})[0];
+  Value again = b.call(twice, {once}, {f32({3})})[0];
+  ASSERT_EQ(b.callees().size(), 1u);  // one definition however often it is called
+  std::string text = b.module_text({again});
+  EXPECT_EQ(text.find("@ext_twice("), text.rfind("@ext_twice("));
+  EXPECT_EQ(run(b, again, {{{1, 2, 3}, {3}}}), (std::vector<float>{4, 8, 12}));
 }
 
 TEST(Builder, ReduceTransposeBroadcastSlice) {
