@@ -198,6 +198,66 @@ def test_fused_adam_matches_the_cpu_kernel(native, optimizer, options, dtype):
                 torch.testing.assert_close(t[key].cpu(), c[key], rtol=1e-5, atol=1e-7, msg=key)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"momentum": 0.9},
+        {"momentum": 0.9, "dampening": 0.2, "weight_decay": 0.1},
+        {"momentum": 0.9, "nesterov": True},
+        {"momentum": 0.5, "maximize": True},
+        {"lr": "tensor", "momentum": 0.9},
+    ],
+    ids=["plain", "momentum", "dampening_decay", "nesterov", "maximize", "tensor_lr"],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_sgd_matches_the_cpu_kernel(native, options, dtype):
+    torch.manual_seed(0)
+    params = [torch.randn(5, 3, dtype=dtype), torch.randn(7, dtype=dtype)]
+    cpu = [p.clone().requires_grad_() for p in params]
+    tpu = [p.to("tpu").requires_grad_() for p in params]
+
+    def make(group):
+        kwargs = {"lr": 0.05, **options}
+        if kwargs["lr"] == "tensor":
+            kwargs["lr"] = torch.tensor(0.05)
+        return torch.optim.SGD(group, fused=True, **kwargs)
+
+    on_cpu, on_tpu = make(cpu), make(tpu)
+    for _ in range(3):
+        grads = [torch.randn_like(p) for p in params]
+        for p, g in zip(cpu, grads):
+            p.grad = g.clone()
+        for p, g in zip(tpu, grads):
+            p.grad = g.to("tpu")
+        on_cpu.step()
+        on_tpu.step()
+    for t, c in zip(tpu, cpu):
+        torch.testing.assert_close(t.detach().cpu(), c.detach(), rtol=1e-5, atol=1e-6)
+    for t, c in zip(on_tpu.state.values(), on_cpu.state.values()):
+        if c.get("momentum_buffer") is not None:
+            torch.testing.assert_close(t["momentum_buffer"].cpu(), c["momentum_buffer"])
+
+
+@pytest.mark.parametrize("found", [0.0, 1.0])
+def test_fused_sgd_unscales_gradients_and_skips_on_found_inf(native, found):
+    torch.manual_seed(2)
+    tensors = {name: [torch.randn(6), torch.randn(2, 3)] for name in ("p", "g", "b")}
+    results = {}
+    for device in ("cpu", "tpu"):
+        t = {name: [x.clone().to(device) for x in xs] for name, xs in tensors.items()}
+        torch._fused_sgd_(
+            t["p"], t["g"], t["b"], weight_decay=0.1, momentum=0.9, lr=0.01, dampening=0.0,
+            nesterov=False, maximize=False, is_first_step=False,
+            grad_scale=torch.tensor(4.0, device=device),
+            found_inf=torch.tensor(found, device=device),
+        )  # fmt: skip
+        results[device] = {name: [x.cpu() for x in xs] for name, xs in t.items()}
+    for name in ("p", "g", "b"):
+        for tpu, cpu in zip(results["tpu"][name], results["cpu"][name]):
+            torch.testing.assert_close(tpu, cpu, msg=name)
+
+
 def test_bias_corrections_keep_double_precision_betas():
     from torch_tpu import _fused_optim
 

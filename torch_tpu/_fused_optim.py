@@ -1,4 +1,5 @@
-"""``torch.optim.Adam(fused=True)`` and ``AdamW(fused=True)`` on tpu tensors.
+"""``torch.optim.Adam(fused=True)``, ``AdamW(fused=True)`` and ``SGD(fused=True)`` on tpu
+tensors.
 
 torch.optim's fused path calls ``aten::_fused_adam_`` / ``aten::_fused_adamw_`` once for
 a whole list of parameters (TorchTitan's optimizers are fused by default). Here they are
@@ -108,10 +109,52 @@ def _fused_adam(decoupled: bool):
     return kernel
 
 
+def _fused_sgd(
+    params, grads, momentum_buffers, *, weight_decay, momentum, lr, dampening, nesterov,
+    maximize, is_first_step, grad_scale=None, found_inf=None,
+) -> None:  # fmt: skip
+    """aten::_fused_sgd_ (SGD(fused=True)), as PyTorch's fused CPU kernel computes it:
+    unscaled gradients written back, then maximize, weight decay, momentum (the buffer is the
+    gradient itself on the first step), Nesterov, and the step; nothing for found_inf."""
+    if isinstance(lr, torch.Tensor) and lr.device.type == "cpu":
+        lr = lr.item()
+    if not params:
+        return
+    skip = None if found_inf is None else found_inf.to(params[0].device) == 1
+    with torch.no_grad():
+        for i, param in enumerate(params):
+            compute = torch.float32 if param.dtype in _LOW_PRECISION else param.dtype
+            grad = grads[i]
+            g = grad.to(compute)
+            updates = []
+            if grad_scale is not None:
+                g = g / grad_scale.to(compute)
+                updates.append((grad, g))
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                g = g + weight_decay * param.to(compute)
+            if momentum != 0:
+                buffer = momentum_buffers[i]
+                if is_first_step:
+                    b = g
+                else:
+                    b = buffer.to(compute) * momentum + (1 - dampening) * g
+                updates.append((buffer, b))
+                g = g + momentum * b if nesterov else b
+            updates.append((param, param.to(compute) - lr * g))
+            for target, value in updates:
+                if skip is not None:
+                    value = torch.where(skip, target.to(compute), value)
+                target.copy_(value)
+
+
 _library = torch.library.Library("aten", "IMPL")
 
 
 def install() -> None:
+    _library.impl("_fused_sgd_", _fused_sgd, "PrivateUse1")
+    _library.impl("_fused_sgd_.tensor_lr", _fused_sgd, "PrivateUse1")
     for name, decoupled in (("_fused_adam_", False), ("_fused_adamw_", True)):
         kernel = _fused_adam(decoupled)
         _library.impl(name, kernel, "PrivateUse1")
