@@ -280,3 +280,41 @@ def test_fused_graphs_are_cached_on_disk_too(private_cache, capfd):
     assert after["disk_hits"] > before["disk_hits"]
     assert after["fused_graphs"] > before["fused_graphs"]
     assert "compile" not in capfd.readouterr().err
+
+
+def test_loaded_programs_are_bounded_so_the_process_keeps_its_memory_maps():
+    """XLA:CPU maps ~3 memory regions per loaded program and Linux allows 65530 per process:
+    PyTorch's device test files, which load ~20,000 programs, crashed the process inside
+    XLA's loader. Only the most recently used TORCH_TPU_MAX_PROGRAMS stay loaded."""
+    script = (
+        "import torch, torch_tpu\n"
+        "def maps(): return sum(1 for _ in open('/proc/self/maps'))\n"
+        "assert torch_tpu._C._max_programs() == 40\n"
+        "x = torch.ones(3, device='tpu') * 2; x.cpu(); start = maps()\n"
+        "for n in range(1, 301):\n"
+        "    y = torch.arange(n, device='tpu', dtype=torch.float32) * 3 + 1\n"
+        "    assert y[-1].item() == 3 * (n - 1) + 1\n"
+        "assert torch_tpu._C._compiled_program_count() <= 40\n"
+        "grown = maps() - start\n"
+        "assert grown < 400, grown  # unbounded: ~3 per program, about 2700 here\n"
+        "print('ok', grown)\n"
+    )
+    env = dict(os.environ, TORCH_TPU_MAX_PROGRAMS="40", TORCH_TPU_CACHE_DIR="off")
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert done.stdout.startswith("ok")
+
+
+def test_max_programs_must_be_a_positive_count():
+    env = dict(os.environ, TORCH_TPU_MAX_PROGRAMS="none")
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch, torch_tpu; torch.ones(1, device='tpu')"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode != 0
+    assert "TORCH_TPU_MAX_PROGRAMS must be a positive count" in done.stderr

@@ -1,4 +1,5 @@
-// Matrix products: mm, addmm, bmm, baddbmm (matmul and linear are composites of these).
+// Matrix products: mm, addmm, addmv (and mv), bmm, baddbmm (matmul and linear are composites
+// of these).
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 
@@ -192,6 +193,66 @@ at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tenso
   check_bmm(batch1, batch2);
   lower_baddbmm("aten::baddbmm_", &self, batch1, batch2, beta, alpha, self);
   return self;
+}
+
+}  // namespace tpu::aten
+
+namespace tpu::aten {
+
+namespace {
+
+void check_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec) {
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1,
+              "vector + matrix @ vector expected, got ", self.dim(), ", ", mat.dim(), ", ",
+              vec.dim());
+  TORCH_CHECK(mat.size(1) == vec.size(0) &&
+                  (self.dim() == 0 || self.size(0) == 1 || self.size(0) == mat.size(0)),
+              "size mismatch, got input (", self.dim() == 0 ? 1 : self.size(0), "), mat (",
+              mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");
+  TORCH_CHECK(self.scalar_type() == mat.scalar_type() && mat.scalar_type() == vec.scalar_type(),
+              "addmv input tensors must have the same dtype, but got ",
+              c10::toString(self.scalar_type()), ", ", c10::toString(mat.scalar_type()), ", and ",
+              c10::toString(vec.scalar_type()));
+  TORCH_CHECK_NOT_IMPLEMENTED(mat.scalar_type() != c10::kBool,
+                              "\"addmv_impl_cpu\" not implemented for 'Bool'");
+}
+
+// out = beta * self + alpha * (mat @ vec).
+void lower_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                 const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& out) {
+  c10::ScalarType accumulate = accumulate_type(mat.scalar_type());
+  Program p("aten::addmv");
+  hlo::Value product =
+      p.b().dot_general(p.read(mat), p.read(vec), {}, {}, {1}, {0}, element_type(accumulate));
+  p.write(out, scale_and_add(p, product, &self, beta, alpha, accumulate, {mat.size(0)}));
+  p.run();
+}
+
+}  // namespace
+
+at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                      const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  check_addmv(self, mat, vec);
+  TORCH_CHECK(out.scalar_type() == mat.scalar_type(), "expected out to have dtype ", mat.dtype(),
+              " but got ", out.dtype());
+  at::native::resize_output(out, {mat.size(0)});
+  lower_addmv(self, mat, vec, beta, alpha, out);
+  return out;
+}
+
+at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                 const c10::Scalar& beta, const c10::Scalar& alpha) {
+  at::Tensor out = at::empty({0}, mat.options());
+  return addmv_out(self, mat, vec, beta, alpha, out);
+}
+
+at::Tensor& addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                   const c10::Scalar& beta, const c10::Scalar& alpha) {
+  check_addmv(self, mat, vec);
+  TORCH_CHECK(self.dim() == 1 && self.size(0) == mat.size(0), "size mismatch, got input (",
+              self.dim() == 0 ? 1 : self.size(0), "), mat (", mat.size(0), "x", mat.size(1),
+              "), vec (", vec.size(0), ")");
+  return addmv_out(self, mat, vec, beta, alpha, self);
 }
 
 }  // namespace tpu::aten

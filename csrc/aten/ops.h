@@ -320,6 +320,12 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
                       const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out);
 at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                    const c10::Scalar& beta, const c10::Scalar& alpha);
+at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                 const c10::Scalar& beta, const c10::Scalar& alpha);
+at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                      const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out);
+at::Tensor& addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                   const c10::Scalar& beta, const c10::Scalar& alpha);
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
 at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,

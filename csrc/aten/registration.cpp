@@ -278,6 +278,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm", TORCH_FN(addmm));
   m.impl("addmm.out", TORCH_FN(addmm_out));
   m.impl("addmm_", TORCH_FN(addmm_));
+  m.impl("addmv", TORCH_FN(addmv));
+  m.impl("addmv.out", TORCH_FN(addmv_out));
+  m.impl("addmv_", TORCH_FN(addmv_));
   m.impl("bmm", TORCH_FN(bmm));
   m.impl("bmm.out", TORCH_FN(bmm_out));
   m.impl("baddbmm", TORCH_FN(baddbmm));

@@ -113,6 +113,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_metrics_snapshot", &metrics_snapshot);
   m.def("_metrics_reset", [] { runtime::metrics().reset(); });
   m.def("_compiled_program_count", [] { return runtime::Runtime::get().programs().size(); });
+  m.def("_max_programs", [] { return runtime::Runtime::get().programs().max_programs(); });
+  m.def("_set_max_programs",
+        [](size_t count) { runtime::Runtime::get().programs().set_max_programs(count); });
   m.def("_set_fallback_mode",
         [](const std::string& mode) { aten::set_fallback_mode(aten::parse_fallback_mode(mode)); });
   // wait=false: torch.compile's graphs enter defer_and_fuse without draining the queue.

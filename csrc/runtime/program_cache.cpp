@@ -3,11 +3,30 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 
 #include "runtime/metrics.h"
 #include "runtime/program_dump.h"
 
 namespace tpu::runtime {
+
+namespace {
+size_t max_programs_from_environment() {
+  const char* text = std::getenv("TORCH_TPU_MAX_PROGRAMS");
+  if (text == nullptr || *text == '\0') return 4096;
+  char* end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0' || value < 1) {
+    throw std::invalid_argument(
+        std::string("TORCH_TPU_MAX_PROGRAMS must be a positive count, got '") + text + "'");
+  }
+  return static_cast<size_t>(value);
+}
+}  // namespace
+
+ProgramCache::ProgramCache(const pjrt::Client& client)
+    : client_(client), max_programs_(max_programs_from_environment()) {}
 
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
                                                     const std::string& label) {
@@ -17,7 +36,8 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
     auto found = programs_.find(program);
     if (found != programs_.end()) {
       metrics().count_cache_hit();
-      return found->second;
+      recent_.splice(recent_.begin(), recent_, found->second.recent);
+      return found->second.executable;
     }
     disk = disk_;
   }
@@ -55,8 +75,28 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  programs_.emplace(program, executable);
+  auto [entry, added] = programs_.try_emplace(program, Entry{executable, {}});
+  if (!added) return entry->second.executable;  // another thread loaded it meanwhile
+  recent_.push_front(&entry->first);
+  entry->second.recent = recent_.begin();
+  evict();
   return executable;
+}
+
+void ProgramCache::evict() {
+  while (programs_.size() > max_programs_) {
+    auto oldest = programs_.find(*recent_.back());
+    recent_.pop_back();
+    evicted_.push_back(std::move(oldest->second.executable));
+    programs_.erase(oldest);
+  }
+  while (evicted_.size() > 64) evicted_.pop_front();
+}
+
+void ProgramCache::set_max_programs(size_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  max_programs_ = count < 1 ? 1 : count;
+  evict();
 }
 
 std::shared_ptr<pjrt::Executable> ProgramCache::compile(const std::string& program,
@@ -85,6 +125,7 @@ size_t ProgramCache::size() {
 void ProgramCache::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   programs_.clear();
+  recent_.clear();
 }
 
 void ProgramCache::set_disk_cache(std::shared_ptr<DiskCache> disk) {
