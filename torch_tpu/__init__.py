@@ -64,13 +64,20 @@ from torch_tpu import _dynamo_hook  # noqa: E402
 
 _dynamo_hook.install()  # torch.compile(backend="tpu"), without importing Dynamo now
 
-from torch_tpu import _fast_paths, _flex_attention, _fused_optim, _rnn_cells  # noqa: E402
+from torch_tpu import (  # noqa: E402
+    _composite_ops,
+    _fast_paths,
+    _flex_attention,
+    _fused_optim,
+    _rnn_cells,
+)
 from torch_tpu.titan import _hook as _titan_hook  # noqa: E402
 
 _flex_attention.install()  # FlexAttention admits tpu tensors (its dense path)
 _fused_optim.install()  # Adam/AdamW(fused=True) as tpu kernels, not CPU fallbacks
 _fast_paths.install()  # TransformerEncoderLayer's and MultiheadAttention's inference fast paths
 _rnn_cells.install()  # the fused LSTM/GRU cells nn.LSTM and nn.GRU call on accelerators
+_composite_ops.install()  # dot, xlogy, mish, glu: reached by torch.nn, made of tpu ops
 
 _titan_hook.install()  # TorchTitan's MFU uses our peak FLOP/s, when TorchTitan loads
 

@@ -1,0 +1,118 @@
+"""Operators that torch.nn modules reach and that had no tpu kernel (found by
+``python -m torch_tpu.module_sweep``), written as compositions of tpu ops: ``dot`` (LBFGS,
+linear cross-entropy), ``xlogy`` (KLDivLoss), ``mish`` and ``glu`` with their backward
+kernels. Each follows PyTorch's CPU kernel: its checks, its type promotion, its special
+values (xlogy(0, y) is 0 unless y is NaN).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+_library = torch.library.Library("aten", "IMPL")
+
+
+def _into(out: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    if out.shape != result.shape:
+        out.resize_(result.shape)
+    return out.copy_(result)
+
+
+def dot(self, tensor):
+    if self.dim() != 1 or tensor.dim() != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {self.dim()}D and {tensor.dim()}D tensors"
+        )
+    if self.dtype != tensor.dtype:
+        raise RuntimeError(
+            "dot : expected both vectors to have same dtype, but found "
+            f"{_name(self.dtype)} and {_name(tensor.dtype)}"
+        )
+    n, m = self.numel(), tensor.numel()
+    if n != m:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
+            f"number of elements, but got {n} and {m} elements respectively"
+        )
+    return torch.mm(self.unsqueeze(0), tensor.unsqueeze(1)).reshape(())
+
+
+def _name(dtype: torch.dtype) -> str:
+    return {torch.float32: "Float", torch.float64: "Double", torch.int64: "Long",
+            torch.int32: "Int", torch.float16: "Half", torch.bfloat16: "BFloat16"}.get(
+        dtype, str(dtype).removeprefix("torch."))  # fmt: skip
+
+
+def xlogy(self, other):
+    dtype = torch.result_type(self, other)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        dtype = torch.get_default_dtype()
+    x, y = self.to(dtype), other.to(dtype)
+    result = torch.where(x == 0, torch.zeros((), dtype=dtype, device=x.device), x * torch.log(y))
+    return torch.where(torch.isnan(y), y, result)
+
+
+def xlogy_out(self, other, *, out):
+    return _into(out, xlogy(self, other))
+
+
+def mish(self):
+    return self * torch.tanh(F.softplus(self))
+
+
+def mish_out(self, *, out):
+    return _into(out, mish(self))
+
+
+def mish_(self):
+    return self.copy_(mish(self))
+
+
+def mish_backward(grad_output, self):
+    sigmoid = torch.sigmoid(self)
+    tanh_softplus = torch.tanh(F.softplus(self))
+    return grad_output * (tanh_softplus + self * sigmoid * (1 - tanh_softplus * tanh_softplus))
+
+
+def glu(self, dim=-1):
+    if self.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if self.shape[dim] % 2 != 0:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {dim % self.dim()} is size "
+            f"{self.shape[dim]}"
+        )
+    a, b = self.chunk(2, dim)
+    return a * torch.sigmoid(b)
+
+
+def glu_out(self, dim=-1, *, out):
+    return _into(out, glu(self, dim))
+
+
+def glu_backward(grad_output, self, dim):
+    a, b = self.chunk(2, dim)
+    sigmoid = torch.sigmoid(b)
+    return torch.cat([grad_output * sigmoid, grad_output * a * sigmoid * (1 - sigmoid)], dim)
+
+
+def glu_backward_out(grad_output, self, dim, *, grad_input):
+    return _into(grad_input, glu_backward(grad_output, self, dim))
+
+
+def install() -> None:
+    for name, kernel in (
+        ("dot", dot),
+        ("xlogy.Tensor", xlogy),
+        ("xlogy.OutTensor", xlogy_out),
+        ("mish", mish),
+        ("mish.out", mish_out),
+        ("mish_", mish_),
+        ("mish_backward", mish_backward),
+        ("glu", glu),
+        ("glu.out", glu_out),
+        ("glu_backward", glu_backward),
+        ("glu_backward.grad_input", glu_backward_out),
+    ):
+        _library.impl(name, kernel, "PrivateUse1")
