@@ -12,23 +12,35 @@ import torch_tpu  # noqa: F401
 
 @pytest.mark.parametrize(
     "module",
-    [torch.nn.Mish(), torch.nn.GLU(dim=1), torch.nn.KLDivLoss(reduction="batchmean")],
-    ids=["Mish", "GLU", "KLDivLoss"],
+    [
+        torch.nn.Mish(),
+        torch.nn.GLU(dim=1),
+        torch.nn.KLDivLoss(reduction="batchmean"),
+        torch.nn.PReLU(4),
+        torch.nn.Hardshrink(0.3),
+        torch.nn.Softshrink(0.3),
+        torch.nn.Threshold(0.1, -2.0),
+    ],
+    ids=["Mish", "GLU", "KLDivLoss", "PReLU", "Hardshrink", "Softshrink", "Threshold"],
 )
 def test_modules_match_cpu(module, native):
     torch.manual_seed(0)
-    x = torch.randn(4, 6, requires_grad=True)
+    x = torch.randn(4, 6, requires_grad=True) if not isinstance(module, torch.nn.PReLU) else (
+        torch.randn(2, 4, 3, requires_grad=True))  # fmt: skip
     inputs = [x.log_softmax(1).detach().requires_grad_(), torch.rand(4, 6)] if isinstance(
         module, torch.nn.KLDivLoss) else [x]  # fmt: skip
     if isinstance(module, torch.nn.KLDivLoss):
         inputs[1][0, 0] = 0.0  # a zero target: xlogy(0, 0) is 0
     want = module(*inputs)
     on_tpu = [t.detach().to("tpu").requires_grad_(t.requires_grad) for t in inputs]
-    got = copy.deepcopy(module)(*on_tpu)
+    module_on_tpu = copy.deepcopy(module).to("tpu")
+    got = module_on_tpu(*on_tpu)
     torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
     want.sum().backward()
     got.sum().backward()
     torch.testing.assert_close(on_tpu[0].grad.cpu(), inputs[0].grad, rtol=1e-5, atol=1e-6)
+    for ours, theirs in zip(module_on_tpu.parameters(), module.parameters()):
+        torch.testing.assert_close(ours.grad.cpu(), theirs.grad, rtol=1e-5, atol=1e-6)
 
 
 def test_xlogy_special_values(native):

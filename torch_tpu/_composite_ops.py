@@ -1,8 +1,9 @@
 """Operators that torch.nn modules reach and that had no tpu kernel (found by
 ``python -m torch_tpu.module_sweep``), written as compositions of tpu ops: ``dot`` (LBFGS,
-linear cross-entropy), ``xlogy`` (KLDivLoss), ``mish`` and ``glu`` with their backward
-kernels. Each follows PyTorch's CPU kernel: its checks, its type promotion, its special
-values (xlogy(0, y) is 0 unless y is NaN).
+linear cross-entropy), ``xlogy`` (KLDivLoss), ``mish``, ``glu``, ``threshold``,
+``hardshrink``, ``softshrink`` and PReLU's kernel, with their backward kernels. Each
+follows PyTorch's CPU kernel: its checks, its type promotion, its special values
+(xlogy(0, y) is 0 unless y is NaN; NaN passes through the shrinks and the threshold).
 """
 
 from __future__ import annotations
@@ -101,6 +102,59 @@ def glu_backward_out(grad_output, self, dim, *, grad_input):
     return _into(grad_input, glu_backward(grad_output, self, dim))
 
 
+def threshold(self, threshold, value):
+    return torch.where(self <= threshold, torch.full_like(self, value), self)
+
+
+def threshold_out(self, threshold_, value, *, out):
+    return _into(out, threshold(self, threshold_, value))
+
+
+def threshold_inplace(self, threshold_, value):
+    return self.copy_(threshold(self, threshold_, value))
+
+
+def _inside(self, lambd):
+    return (self >= -lambd) & (self <= lambd)
+
+
+def hardshrink(self, lambd=0.5):
+    return torch.where(_inside(self, lambd), torch.zeros_like(self), self)
+
+
+def hardshrink_out(self, lambd=0.5, *, out):
+    return _into(out, hardshrink(self, lambd))
+
+
+def softshrink(self, lambd=0.5):
+    # NaN stays NaN (x * 0), as in PyTorch's kernel.
+    return torch.where(self > lambd, self - lambd, torch.where(self < -lambd, self + lambd,
+                                                               self * 0))  # fmt: skip
+
+
+def softshrink_out(self, lambd=0.5, *, out):
+    return _into(out, softshrink(self, lambd))
+
+
+def shrink_backward(grad_output, self, lambd):
+    return torch.where(_inside(self, lambd), torch.zeros_like(grad_output), grad_output)
+
+
+def shrink_backward_out(grad_output, self, lambd, *, grad_input):
+    return _into(grad_input, shrink_backward(grad_output, self, lambd))
+
+
+def prelu_kernel(self, weight):
+    return torch.where(self > 0, self, weight * self)
+
+
+def prelu_kernel_backward(grad_output, self, weight):
+    positive = self > 0
+    grad_input = torch.where(positive, grad_output, weight * grad_output)
+    grad_weight = torch.where(positive, torch.zeros_like(grad_output), self * grad_output)
+    return grad_input, grad_weight
+
+
 def install() -> None:
     for name, kernel in (
         ("dot", dot),
@@ -114,5 +168,18 @@ def install() -> None:
         ("glu.out", glu_out),
         ("glu_backward", glu_backward),
         ("glu_backward.grad_input", glu_backward_out),
+        ("threshold", threshold),
+        ("threshold.out", threshold_out),
+        ("threshold_", threshold_inplace),
+        ("hardshrink", hardshrink),
+        ("hardshrink.out", hardshrink_out),
+        ("hardshrink_backward", shrink_backward),
+        ("hardshrink_backward.grad_input", shrink_backward_out),
+        ("softshrink", softshrink),
+        ("softshrink.out", softshrink_out),
+        ("softshrink_backward", shrink_backward),
+        ("softshrink_backward.grad_input", shrink_backward_out),
+        ("_prelu_kernel", prelu_kernel),
+        ("_prelu_kernel_backward", prelu_kernel_backward),
     ):
         _library.impl(name, kernel, "PrivateUse1")
