@@ -21,7 +21,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         ("train_gpt", "defer_and_fuse"),
         ("train_cnn", "defer_and_fuse"),
         ("pallas_kernels", "strict"),
-        ("pallas_kernels", "defer_and_fuse"),
     ],
 )
 def test_example_runs_natively_and_matches_cpu(example, mode):
