@@ -79,6 +79,11 @@ def _update_one(
     updates += [(param, p), (exp_avg, m), (exp_avg_sq, v)]
     if amsgrad:
         updates.append((max_exp_avg_sq, second))
+    _store(updates, skip, compute)
+
+
+def _store(updates, skip, compute) -> None:
+    """Writes each (tensor, new value), or keeps the old value where `skip` (found_inf) is set."""
     for target, value in updates:
         if skip is not None:
             value = torch.where(skip, target.to(compute), value)
@@ -143,10 +148,7 @@ def _fused_sgd(
                 updates.append((buffer, b))
                 g = g + momentum * b if nesterov else b
             updates.append((param, param.to(compute) - lr * g))
-            for target, value in updates:
-                if skip is not None:
-                    value = torch.where(skip, target.to(compute), value)
-                target.copy_(value)
+            _store(updates, skip, compute)
 
 
 _library = torch.library.Library("aten", "IMPL")

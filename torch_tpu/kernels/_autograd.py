@@ -279,12 +279,7 @@ def install_autograd(op, kernel):
             tensors, static_values = kernel.split(args, kwargs)
             plan, _ = plan_for(tensors, static_values)
             if kernel.backward_fn is not None:
-                with torch._C._AutoDispatchBelowAutograd():
-                    results = _as_list(
-                        op._opoverload.redispatch(
-                            keyset & torch._C._after_autograd_keyset, *args, **kwargs
-                        )
-                    )
+                results = _as_list(_below_autograd(op, keyset, args, kwargs))
                 residuals = tensors
             else:
                 everything = forward_op(*args, **kwargs)
@@ -319,14 +314,9 @@ def install_autograd(op, kernel):
             return (None, None, *per_arg)
 
     def autograd_impl(keyset, *args, **kwargs):
-        if torch.is_grad_enabled() and any(
-            isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kwargs.values())
-        ):
+        if _needs_grad(args, kwargs):
             return Function.apply(keyset, kwargs, *args)
-        with torch._C._AutoDispatchBelowAutograd():
-            return op._opoverload.redispatch(
-                keyset & torch._C._after_autograd_keyset, *args, **kwargs
-            )
+        return _below_autograd(op, keyset, args, kwargs)
 
     _override_autograd(op, autograd_impl)
 
@@ -346,19 +336,26 @@ def refuse_autograd(op, kernel, mutated):
     for an in-place op on a leaf that requires grad, instead of silently returning none."""
 
     def autograd_impl(keyset, *args, **kwargs):
-        if torch.is_grad_enabled() and any(
-            isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kwargs.values())
-        ):
+        if _needs_grad(args, kwargs):
             raise RuntimeError(
                 f"{kernel.name} updates {', '.join(mutated)} in place (donate_argnums) and has "
                 "no gradient; call it under torch.no_grad() or on tensors that do not require grad"
             )
-        with torch._C._AutoDispatchBelowAutograd():
-            return op._opoverload.redispatch(
-                keyset & torch._C._after_autograd_keyset, *args, **kwargs
-            )
+        return _below_autograd(op, keyset, args, kwargs)
 
     _override_autograd(op, autograd_impl)
+
+
+def _needs_grad(args, kwargs) -> bool:
+    return torch.is_grad_enabled() and any(
+        isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kwargs.values())
+    )
+
+
+def _below_autograd(op, keyset, args, kwargs):
+    """The op's kernel under the Autograd key (tpu, CPU or fake), with no gradient."""
+    with torch._C._AutoDispatchBelowAutograd():
+        return op._opoverload.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
 
 
 def _override_autograd(op, autograd_impl):
