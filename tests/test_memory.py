@@ -207,3 +207,86 @@ def test_hbm_cap_raises_out_of_memory_and_recovers():
     expected_small = (torch.arange(1000, dtype=torch.float32) * 2 + 1).sum().item()
     assert res["small"] == expected_small
     assert res["again"] == 200_000.0
+
+
+def test_default_capacity_is_what_mem_get_info_reports():
+    stats = torch_tpu._C._memory_stats(0)
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if "TORCH_TPU_HBM_BYTES" in os.environ:
+        pytest.skip("TORCH_TPU_HBM_BYTES replaces the default capacity")
+    assert stats["limit_bytes"] == host  # the CPU plugin reports no limit of its own
+    assert stats["limit_source"] == "the host's physical memory"
+    settle()
+    free, total = torch.tpu.mem_get_info()
+    assert total == host == torch.tpu.get_device_properties(0).total_memory
+    x = torch.ones(1 << 16, device=TPU)
+    free_after, _ = torch.tpu.mem_get_info()
+    assert free - free_after == x.untyped_storage().nbytes()
+    assert free_after == total - torch.tpu.memory_allocated()
+
+
+def test_allocation_beyond_capacity_raises_at_the_call_and_recovers():
+    settle()
+    start = torch.tpu.memory_allocated()
+    total = torch.tpu.mem_get_info()[1]
+    too_many = total // 4 + 1  # float32 elements: one more byte-quad than the device holds
+    with pytest.raises(torch.OutOfMemoryError) as caught:
+        torch.empty(too_many, device=TPU)  # storage is lazy: the check is at allocation
+    message = str(caught.value)
+    assert message.startswith("tpu:0 out of memory. Tried to allocate ")
+    assert f"({too_many * 4} bytes)" in message
+    assert "total capacity of" in message
+    with pytest.raises(torch.OutOfMemoryError):
+        torch.zeros((2, too_many // 2 + 1), device=TPU)
+    assert torch.tpu.memory_allocated() == start  # nothing left behind
+    assert (torch.arange(4, device=TPU) * 2).tolist() == [0, 2, 4, 6]
+
+
+def test_plugin_out_of_memory_becomes_torch_out_of_memory():
+    """With the cap lifted far past the host's memory, the CPU plugin itself fails to
+    allocate: at execute (a program's output) and inside a fused program's temporaries,
+    in strict and defer_and_fuse modes. Each becomes torch.OutOfMemoryError and the process
+    goes on. An address-space limit keeps the test safe where the kernel overcommits."""
+    code = textwrap.dedent("""
+        import gc, json, resource, torch, torch_tpu
+        resource.setrlimit(resource.RLIMIT_AS, (256 << 30, resource.RLIM_INFINITY))
+        torch_tpu._C._set_memory_limit(1 << 50)
+        res = {}
+        def attempt(name, make):
+            try:
+                make()
+                res[name] = None
+            except Exception as e:
+                res[name] = [isinstance(e, torch.OutOfMemoryError), str(e)]
+            gc.collect()
+            torch.tpu.synchronize()
+        huge = 1 << 41  # 2 TiB
+        attempt("execute", lambda: torch.zeros(huge, dtype=torch.uint8, device="tpu").cpu())
+        row = torch.ones(1 << 20, device="tpu")
+        attempt("temporaries", lambda: (row.expand(1 << 21, 1 << 20) * 2).sum().item())
+        with torch_tpu.eager_mode("defer_and_fuse"):
+            attempt("deferred", lambda: (row.expand(1 << 21, 1 << 20) + 1).amax().item())
+            res["deferred_after"] = (row[:4] * 3).tolist()
+        torch_tpu._C._set_memory_limit(0)
+        del row
+        gc.collect()
+        res["allocated"] = torch.tpu.memory_allocated()
+        res["after"] = (torch.arange(3, device="tpu") + 1).tolist()
+        print(json.dumps(res))
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TPU_")}
+    env.update(PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name in ("execute", "temporaries", "deferred"):
+        assert res[name] is not None, f"{name}: a 2 TiB program ran"
+        is_oom, message = res[name]
+        assert is_oom, f"{name}: expected torch.OutOfMemoryError, got {message}"
+        assert "tpu:0 out of memory in the PJRT plugin" in message, message
+        assert "Out of memory allocating" in message, message  # the plugin's own words
+    assert res["deferred_after"] == [3.0] * 4
+    assert res["allocated"] == 0
+    assert res["after"] == [1, 2, 3]

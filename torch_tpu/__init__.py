@@ -44,6 +44,7 @@ from torch_tpu import device as _device_module  # noqa: E402
 from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 
 cache._configure_from_environment()
+_device_module._set_chip_capacities()
 _printing.install()
 _dlpack.install()
 _autograd_threads.start(_C._device_count())

@@ -96,8 +96,8 @@ def get_device_name(device: Any = None) -> str:
 class _DeviceProperties:
     """What ``torch.tpu.get_device_properties`` reports, as ``torch.cuda``'s does:
     ``name``, ``kind`` (the plugin's own word for the device), ``platform``,
-    ``total_memory`` (the TORCH_TPU_HBM_BYTES cap, else the chip's HBM, or the host's
-    memory on the CPU platform: ``mem_get_info``'s total) and
+    ``total_memory`` (the TORCH_TPU_HBM_BYTES cap, else the plugin's reported HBM, or the
+    host's physical memory on the CPU platform: ``mem_get_info``'s total) and
     ``peak_flops`` (dense matmul FLOP/s: the chip's table value, measured on the CPU)."""
 
     def __init__(self, index: int):
@@ -243,18 +243,26 @@ def empty_cache() -> None:
     """Nothing to release: freed tensors return their buffers to the plugin at once."""
 
 
-def mem_get_info(device: Any = None) -> tuple[int, int]:
-    """(free, total) bytes under the TORCH_TPU_HBM_BYTES cap; without a cap, total is
-    the chip's HBM on TPUs and the host's physical memory on the CPU platform, and free is
-    total minus allocated."""
-    index = _index(device)
-    stats = _C._memory_stats(index)
-    total = stats["limit_bytes"]
-    if total <= 0:
-        import os
+def _set_chip_capacities() -> None:
+    """Where a plugin on a TPU reports no memory limit, the chip's HBM from our table is the
+    capacity (the runtime falls back to the host's memory, right only for the CPU platform)."""
+    for index in range(_C._device_count()):
+        stats = _C._memory_stats(index)
+        if stats["limit_source"] != "the host's physical memory":
+            continue
+        name = get_device_name(index)
+        chip = _peak_flops.capacity_bytes(name, 0)
+        if chip:
+            _C._set_memory_capacity(index, chip, f"the HBM of a {name}")
 
-        host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        total = _peak_flops.capacity_bytes(get_device_name(index), host)
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes of a device. total is its capacity: the TORCH_TPU_HBM_BYTES cap if
+    set, else what the PJRT plugin reports (the chip's HBM), else, on the CPU platform, the
+    host's physical memory. free is total minus what tensors hold; allocations beyond it raise
+    torch.OutOfMemoryError."""
+    stats = _C._memory_stats(_index(device))
+    total = stats["limit_bytes"]
     return max(total - stats["allocated_bytes.all.current"], 0), total
 
 

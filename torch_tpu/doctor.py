@@ -72,9 +72,8 @@ def main() -> int:
     oldest = attributes.get("stablehlo_minimum_version", "?").replace(",", ".")
     print(f"StableHLO:       {current} (oldest accepted {oldest})")
     print(f"devices:         {torch.tpu.device_count()} x {torch.tpu.get_device_name(0)}")
-    limit = torch_tpu._C._memory_stats(0)["limit_bytes"]
-    print(f"memory cap:      {limit if limit else 'none'} (TORCH_TPU_HBM_BYTES)")
-    print(f"device memory:   {torch.tpu.get_device_properties(0).total_memory} bytes")
+    stats = torch_tpu._C._memory_stats(0)
+    print(f"device memory:   {stats['limit_bytes']} bytes ({stats['limit_source']})")
     print(f"eager mode:      {torch_tpu.get_eager_mode()}")
     print(f"CPU fallback:    {torch_tpu._C._get_fallback_mode()} (TORCH_TPU_CPU_FALLBACK)")
     cache = torch_tpu.cache.stats()

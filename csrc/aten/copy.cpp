@@ -4,6 +4,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "aten/device_errors.h"
 #include "aten/dtype.h"
 #include "aten/ops.h"
 #include "aten/program.h"
@@ -56,7 +57,16 @@ void upload_into(const at::Tensor& dst, const at::Tensor& src) {
 
 }  // namespace
 
-at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool /*non_blocking*/) {
+// copy_ without the out-of-memory translation.
+static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool non_blocking);
+
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  c10::DeviceIndex device = is_tpu(self) ? self.device().index() : src.device().index();
+  return translating_out_of_memory(
+      device, [&]() -> at::Tensor& { return copy_now(self, src, non_blocking); });
+}
+
+static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool /*non_blocking*/) {
   // Copies are synchronous with respect to the host memory involved, so
   // non_blocking=True is always safe to honour as blocking.
   if (self.is_same(src) || self.numel() == 0) return self;
@@ -110,7 +120,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
-  return download(self).item();
+  return translating_out_of_memory(self.device().index(), [&] { return download(self).item(); });
 }
 
 }  // namespace tpu::aten

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "aten/device.h"
+#include "aten/device_errors.h"
 #include "aten/dtype.h"
 #include "runtime/marker.h"
 #include "runtime/runtime.h"
@@ -168,7 +169,9 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   static void synchronize() {
     try {
-      runtime::Runtime::get().synchronize();
+      translating_out_of_memory(current_device(), [] { runtime::Runtime::get().synchronize(); });
+    } catch (const c10::Error&) {
+      throw;
     } catch (const std::exception& e) {
       TORCH_CHECK(false, e.what());
     }

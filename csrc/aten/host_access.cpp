@@ -12,6 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "aten/device_errors.h"
 #include "aten/dtype.h"
 #include "aten/program.h"
 #include "aten/storage.h"
@@ -97,8 +98,11 @@ void read_to_host(const at::Tensor& src, const at::Tensor& dst) {
     out.copy_(src);
     return;
   }
-  const pjrt::BufferPtr& buffer = storage->buffer();  // runs a pending graph
-  buffer->ready_event()->await();                     // raises the producer's error
+  translating_out_of_memory(src.device().index(), [&] {
+    const pjrt::BufferPtr& buffer = storage->buffer();  // runs a pending graph
+    buffer->ready_event()->await();                     // raises the producer's error
+  });
+  const pjrt::BufferPtr& buffer = storage->buffer();
   std::memcpy(dst.data_ptr(), reinterpret_cast<const void*>(buffer->unsafe_pointer()),
               dst.nbytes());
   runtime::metrics().count_device_to_host();

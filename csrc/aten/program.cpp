@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "aten/device.h"
+#include "aten/device_errors.h"
 #include "aten/dtype.h"
 #include "aten/eager_mode.h"
 #include "aten/storage.h"
@@ -204,6 +205,10 @@ void Program::write(const at::Tensor& out, const hlo::Value& value) {
 }
 
 void Program::run() {
+  translating_out_of_memory(device_, [this] { run_now(); });
+}
+
+void Program::run_now() {
   std::vector<hlo::Value> results;
   std::vector<StorageState*> written;
   for (StorageState& state : storages_) {

@@ -58,6 +58,7 @@ class Program {
 
   // debug mode: waits for `outputs`, raising the failure (or, with
   // TORCH_TPU_DEBUG_NANS=1, a NaN or infinity) under this op's name.
+  void run_now();  // run() without the out-of-memory translation
   void await_outputs(const std::vector<pjrt::BufferPtr>& outputs,
                      const std::vector<hlo::Value>& results) const;
   void run_deferred(const std::vector<hlo::Value>& results,

@@ -106,6 +106,18 @@ DeviceInfo Client::device_info(int index) const {
   return info;
 }
 
+std::optional<int64_t> Client::memory_limit(int index) const {
+  const PJRT_Api* api = plugin_->api();
+  auto args = PJRT_ARGS(PJRT_Device_MemoryStats_Args);
+  args.device = device(index);
+  if (PJRT_Error* error = api->PJRT_Device_MemoryStats(&args)) {
+    take_message(api, error);  // unimplemented by the plugin: no limit to report
+    return std::nullopt;
+  }
+  if (!args.bytes_limit_is_set || args.bytes_limit <= 0) return std::nullopt;
+  return args.bytes_limit;
+}
+
 BufferPtr Client::upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,
                          int device_index, PJRT_HostBufferSemantics semantics,
                          std::function<void()> done_with_host) const {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ class Client {
   const std::string& platform_version() const { return platform_version_; }
   int device_count() const { return static_cast<int>(devices_.size()); }
   DeviceInfo device_info(int index) const;
+  // The memory the plugin lets `index` allocate (PJRT_Device_MemoryStats' bytes_limit),
+  // or nothing where the plugin does not say (the CPU plugin).
+  std::optional<int64_t> memory_limit(int index) const;
 
   // Copies a dense row-major host array to `device`. The host memory may be reused
   // as soon as this returns.

@@ -3,6 +3,7 @@
 // becomes an exception, and it always frees the PJRT_Error.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "pjrt_c_api.h"
 
@@ -13,7 +14,14 @@ class Error : public std::runtime_error {
   Error(PJRT_Error_Code code, const std::string& message)
       : std::runtime_error(message), code_(code) {}
   PJRT_Error_Code code() const { return code_; }
-  bool is_out_of_memory() const { return code_ == PJRT_Error_Code_RESOURCE_EXHAUSTED; }
+  // RESOURCE_EXHAUSTED, or an allocation failure the plugin reports under another code
+  // (the CPU plugin's asynchronous execution reports "Out of memory allocating" as INTERNAL).
+  bool is_out_of_memory() const {
+    if (code_ == PJRT_Error_Code_RESOURCE_EXHAUSTED) return true;
+    std::string_view message = what();
+    return message.find("Out of memory") != std::string_view::npos ||
+           message.find("out of memory") != std::string_view::npos;
+  }
 
  private:
   PJRT_Error_Code code_;

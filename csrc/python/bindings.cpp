@@ -4,6 +4,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "aten/device.h"
+#include "aten/device_errors.h"
 #include "aten/eager_mode.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
@@ -55,6 +56,7 @@ py::dict memory_stats(int device) {
   out["allocation.all.current"] = s.allocations;
   out["allocation.all.allocated"] = s.total_allocations;
   out["limit_bytes"] = s.limit;
+  out["limit_source"] = s.limit_source;
   return out;
 }
 
@@ -105,11 +107,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("_device_properties", &device_properties);
   m.def("_synchronize", [] {
     py::gil_scoped_release no_gil;
-    runtime::Runtime::get().synchronize();
+    aten::translating_out_of_memory(aten::current_device(),
+                                    [] { runtime::Runtime::get().synchronize(); });
   });
   m.def("_memory_stats", &memory_stats);
   m.def("_reset_peak_memory_stats", [](int device) { runtime::memory().reset_peak(device); });
   m.def("_set_memory_limit", [](int64_t bytes) { runtime::memory().set_limit(bytes); });
+  m.def("_set_memory_capacity", [](int device, int64_t bytes, const std::string& source) {
+    runtime::memory().set_capacity(device, bytes, source);
+  });
   m.def("_metrics_snapshot", &metrics_snapshot);
   m.def("_metrics_reset", [] { runtime::metrics().reset(); });
   m.def("_compiled_program_count", [] { return runtime::Runtime::get().programs().size(); });
@@ -131,7 +137,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
   m.def("_sync", [] {
     py::gil_scoped_release no_gil;
-    aten::sync();
+    aten::translating_out_of_memory(aten::current_device(), [] { aten::sync(); });
   });
   m.def("_get_fallback_mode", [] {
     switch (aten::fallback_mode()) {

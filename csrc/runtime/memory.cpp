@@ -1,5 +1,8 @@
 #include "runtime/memory.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 
 namespace tpu::runtime {
@@ -18,6 +21,27 @@ int64_t limit_from_environment() {
 }
 }  // namespace
 
+std::string format_bytes(int64_t bytes) {
+  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[48];
+  if (unit == 0) {
+    std::snprintf(text, sizeof(text), "%lld bytes", static_cast<long long>(bytes));
+  } else {
+    std::snprintf(text, sizeof(text), "%.2f %s", value, units[unit]);
+  }
+  return text;
+}
+
+int64_t host_physical_memory() {
+  return static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) * sysconf(_SC_PHYS_PAGES);
+}
+
 Memory& memory() {
   static Memory instance;
   return instance;
@@ -26,18 +50,31 @@ Memory& memory() {
 MemoryStats& Memory::at(int device) {
   if (limit_ < 0) limit_ = limit_from_environment();
   if (device >= static_cast<int>(devices_.size())) devices_.resize(device + 1);
-  devices_[device].limit = limit_;
-  return devices_[device];
+  MemoryStats& s = devices_[device];
+  if (limit_ > 0) {
+    s.limit = limit_;
+    s.limit_source = "set by TORCH_TPU_HBM_BYTES";
+  } else if (device < static_cast<int>(capacities_.size())) {
+    s.limit = capacities_[device].bytes;
+    s.limit_source = capacities_[device].source;
+  } else {
+    s.limit = 0;
+    s.limit_source.clear();
+  }
+  return s;
 }
 
 void Memory::reserve(int device, int64_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   MemoryStats& s = at(device);
   if (s.limit > 0 && s.allocated + nbytes > s.limit) {
-    throw OutOfMemory("tpu:" + std::to_string(device) + " out of memory: tried to allocate " +
-                      std::to_string(nbytes) + " bytes with " + std::to_string(s.allocated) +
-                      " of " + std::to_string(s.limit) +
-                      " bytes in use (limit set by TORCH_TPU_HBM_BYTES)");
+    std::string name = "tpu:" + std::to_string(device);
+    throw OutOfMemory(name + " out of memory. Tried to allocate " + format_bytes(nbytes) + " (" +
+                      std::to_string(nbytes) + " bytes). " + name + " has a total capacity of " +
+                      format_bytes(s.limit) + " (" + s.limit_source + ") of which " +
+                      format_bytes(s.limit - s.allocated) + " is free; " +
+                      format_bytes(s.allocated) + " is allocated by " +
+                      std::to_string(s.allocations) + " tensor storages.");
   }
   s.allocated += nbytes;
   s.allocations += 1;
@@ -63,10 +100,15 @@ void Memory::reset_peak(int device) {
   s.peak = s.allocated;
 }
 
+void Memory::set_capacity(int device, int64_t bytes, const std::string& source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (device >= static_cast<int>(capacities_.size())) capacities_.resize(device + 1);
+  capacities_[device] = Capacity{bytes, source};
+}
+
 void Memory::set_limit(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   limit_ = bytes;
-  for (MemoryStats& s : devices_) s.limit = bytes;
 }
 
 }  // namespace tpu::runtime

@@ -1,6 +1,9 @@
 #pragma once
-// Per-device accounting of the bytes held by live storages, and the optional cap
-// (TORCH_TPU_HBM_BYTES) that makes an allocation beyond it fail as it would on a chip.
+// Per-device accounting of the bytes held by live storages against the device's
+// capacity, so that an allocation beyond it fails at the call that allocates, as it
+// would on a chip. The capacity is the plugin's reported limit (or, where a plugin
+// reports none, such as the CPU plugin, the host's physical memory); TORCH_TPU_HBM_BYTES
+// replaces it on every device.
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
@@ -19,27 +22,43 @@ struct MemoryStats {
   int64_t peak = 0;         // high-water mark of `allocated` since the last reset
   int64_t allocations = 0;  // live storages
   int64_t total_allocations = 0;
-  int64_t limit = 0;  // 0: no cap
+  int64_t limit = 0;         // what allocations may reach; 0: unknown, no check
+  std::string limit_source;  // where `limit` comes from, for error messages
 };
 
 class Memory {
  public:
-  // Records `nbytes` on `device`; throws OutOfMemory (and records nothing) past the cap.
+  // Records `nbytes` on `device`; throws OutOfMemory (and records nothing) past the limit.
   void reserve(int device, int64_t nbytes);
   void release(int device, int64_t nbytes);
   MemoryStats stats(int device);
   void reset_peak(int device);
-  // 0 removes the cap. Initialised from TORCH_TPU_HBM_BYTES.
+  // What `device` holds, and where that figure comes from ("reported by the PJRT plugin").
+  void set_capacity(int device, int64_t bytes, const std::string& source);
+  // A cap on every device in place of its capacity; 0 removes it. Initialised from
+  // TORCH_TPU_HBM_BYTES.
   void set_limit(int64_t bytes);
 
  private:
   MemoryStats& at(int device);
 
+  struct Capacity {
+    int64_t bytes = 0;
+    std::string source;
+  };
+
   std::mutex mutex_;
   std::vector<MemoryStats> devices_;
+  std::vector<Capacity> capacities_;
   int64_t limit_ = -1;  // -1: not read from the environment yet
 };
 
 Memory& memory();
+
+// "1.50 GiB": sizes in messages, as CUDA's out-of-memory errors write them.
+std::string format_bytes(int64_t bytes);
+
+// The host's physical memory: the CPU plugin's devices allocate from it.
+int64_t host_physical_memory();
 
 }  // namespace tpu::runtime

@@ -1,13 +1,27 @@
 #include "runtime/runtime.h"
 
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+
+#include "pjrt/error.h"
+#include "runtime/memory.h"
 
 namespace tpu::runtime {
 
 namespace {
 std::mutex init_mutex;
 Runtime* instance = nullptr;  // intentionally leaked: plugins must outlive every buffer
+
+// Waits for a run that only kept its inputs alive. A failed run's error belongs to its
+// outputs: it is raised where they are read, or by synchronize() while they live; raising
+// it here would raise it again after the user handled it (and its outputs are gone).
+void wait_quietly(const pjrt::Event& done) {
+  try {
+    done.await();
+  } catch (const pjrt::Error&) {
+  }
+}
 }  // namespace
 
 Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin,
@@ -17,6 +31,12 @@ Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin,
       programs_(std::make_unique<ProgramCache>(*client_)) {
   for (int i = 0; i < client_->device_count(); ++i) {
     graphs_.push_back(std::make_unique<DeferredGraph>(i));
+    if (std::optional<int64_t> limit = client_->memory_limit(i)) {
+      memory().set_capacity(i, *limit, "reported by the PJRT plugin");
+    } else {
+      // The CPU plugin's devices allocate from the host, and report no limit.
+      memory().set_capacity(i, host_physical_memory(), "the host's physical memory");
+    }
   }
 }
 
@@ -74,7 +94,7 @@ void Runtime::retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr&
   // Executions finish in order per device: release from the front while done, and
   // bound the backlog in loops that never synchronize.
   while (!retired_.empty() && (retired_.size() > 1024 || retired_.front().done->is_ready())) {
-    if (!retired_.front().done->is_ready()) retired_.front().done->await();
+    if (!retired_.front().done->is_ready()) wait_quietly(*retired_.front().done);
     released.push_back(std::move(retired_.front()));
     retired_.pop_front();
   }
@@ -97,7 +117,7 @@ void Runtime::synchronize() {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     retired.swap(retired_);
   }
-  for (Retired& r : retired) r.done->await();
+  for (Retired& r : retired) wait_quietly(*r.done);
   raise_deferred_checks();
 }
 

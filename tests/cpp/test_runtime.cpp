@@ -36,6 +36,37 @@ TEST(Memory, CapRaisesOutOfMemoryAndKeepsWorking) {
   EXPECT_EQ(m.stats(1).allocated, 900);
 }
 
+TEST(Memory, CapacityLimitsEachDeviceAndTheCapReplacesIt) {
+  Memory m;
+  m.set_limit(0);  // whatever TORCH_TPU_HBM_BYTES says, this test sets its own
+  m.set_capacity(0, 1000, "reported by the test");
+  m.reserve(0, 700);
+  try {
+    m.reserve(0, 400);
+    FAIL() << "an allocation beyond the capacity succeeded";
+  } catch (const OutOfMemory& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("Tried to allocate 400 bytes"), std::string::npos) << message;
+    EXPECT_NE(message.find("reported by the test"), std::string::npos) << message;
+    EXPECT_NE(message.find("300 bytes is free"), std::string::npos) << message;
+  }
+  EXPECT_EQ(m.stats(0).limit, 1000);
+  EXPECT_EQ(m.stats(1).limit, 0);  // no capacity known: nothing to check against
+  m.reserve(1, 1 << 20);
+  m.set_limit(2000);  // the cap replaces every device's capacity
+  m.reserve(0, 400);
+  EXPECT_EQ(m.stats(0).limit, 2000);
+  EXPECT_EQ(m.stats(1).limit, 2000);
+  m.set_limit(0);
+  EXPECT_EQ(m.stats(0).limit, 1000);
+}
+
+TEST(Memory, FormatsSizesAsCudaDoes) {
+  EXPECT_EQ(format_bytes(512), "512 bytes");
+  EXPECT_EQ(format_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(format_bytes(int64_t{1} << 40), "1.00 TiB");
+}
+
 TEST(DeviceStorage, StartsEmptyAndTakesBuffers) {
   memory().reserve(0, 8);
   DeviceStorage storage(0, 8);  // releases its 8 bytes when destroyed
