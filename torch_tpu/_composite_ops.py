@@ -155,6 +155,28 @@ def prelu_kernel_backward(grad_output, self, weight):
     return grad_input, grad_weight
 
 
+def mode_out(self, dim=-1, keepdim=False, *, values, indices):
+    """torch.mode(out=...): ATen's out variant refuses every device but CPU, CUDA and XPU
+    before dispatching; the values come from the functional op."""
+    if values.device != self.device or indices.device != self.device:
+        raise RuntimeError(
+            f"mode: expected values and indices on {self.device}, but got values on "
+            f"{values.device} and indices on {indices.device}"
+        )
+    if values.dtype != self.dtype:
+        raise RuntimeError(
+            f"mode: expected values to have dtype {self.dtype}, but got {values.dtype}"
+        )
+    if indices.dtype != torch.int64:
+        raise RuntimeError(
+            f"mode: expected indices to have dtype torch.int64, but got {indices.dtype}"
+        )
+    result_values, result_indices = torch.mode(self, dim, keepdim)
+    _into(values, result_values)
+    _into(indices, result_indices)
+    return values, indices
+
+
 def install() -> None:
     for name, kernel in (
         ("dot", dot),
@@ -181,5 +203,6 @@ def install() -> None:
         ("softshrink_backward.grad_input", shrink_backward_out),
         ("_prelu_kernel", prelu_kernel),
         ("_prelu_kernel_backward", prelu_kernel_backward),
+        ("mode.values", mode_out),
     ):
         _library.impl(name, kernel, "PrivateUse1")

@@ -17,6 +17,30 @@ namespace tpu::aten {
 
 namespace {
 
+// The shape the index tensors broadcast to; like PyTorch, an IndexError naming every
+// index's shape when they do not broadcast.
+std::vector<int64_t> broadcast_index_shapes(const std::vector<at::Tensor>& indices) {
+  std::vector<int64_t> shape = indices.front().sizes().vec();
+  for (size_t i = 1; i < indices.size(); ++i) {
+    c10::IntArrayRef next = indices[i].sizes();
+    bool fits = true;
+    for (size_t k = 0; k < std::min(shape.size(), next.size()); ++k) {
+      int64_t a = shape[shape.size() - 1 - k], b = next[next.size() - 1 - k];
+      fits = fits && (a == b || a == 1 || b == 1);
+    }
+    if (!fits) {
+      std::string shapes;
+      for (const at::Tensor& index : indices) {
+        shapes += (shapes.empty() ? "" : ", ") + c10::str(index.sizes());
+      }
+      TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together ",
+                        "with shapes ", shapes);
+    }
+    shape = at::infer_size(shape, next);
+  }
+  return shape;
+}
+
 using hlo::Builder;
 using hlo::TensorType;
 using hlo::Value;
@@ -51,10 +75,7 @@ Plan make_plan(const at::Tensor& self, const c10::List<std::optional<at::Tensor>
     plan.tensors.push_back(expanded[d]);
   }
   TORCH_CHECK_INDEX(!plan.tensors.empty(), "index(): at least one index must be a tensor");
-  for (size_t i = 0; i < plan.tensors.size(); ++i) {
-    plan.batch = i == 0 ? plan.tensors[i].sizes().vec()
-                        : at::infer_size(plan.batch, plan.tensors[i].sizes());
-  }
+  plan.batch = broadcast_index_shapes(plan.tensors);
   bool adjacent =
       plan.dims.back() - plan.dims.front() + 1 == static_cast<int64_t>(plan.dims.size());
   const int64_t first = adjacent ? plan.dims.front() : 0;
@@ -216,9 +237,12 @@ at::Tensor nonzero(const at::Tensor& self) {
 }
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
-  at::Tensor r = tpu::aten::nonzero(self);
   TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type ",
               at::kLong, " but got scalar type", out.scalar_type());
+  TORCH_CHECK(out.device() == self.device(),
+              "nonzero: Expected out tensor to be on the same device as self (", self.device(),
+              ") but got out on ", out.device());
+  at::Tensor r = tpu::aten::nonzero(self);
   at::native::resize_output(out, r.sizes());
   out.copy_(r);
   return out;

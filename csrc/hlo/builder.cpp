@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 namespace tpu::hlo {
 
@@ -210,7 +211,16 @@ Value Builder::binary(const char* op, const Value& a, const Value& b) {
     throw std::invalid_argument(std::string("stablehlo.") + op + ": operand types differ (" +
                                 a.type.str() + " vs " + b.type.str() + ")");
   }
-  return emit(op, {a, b}, a.type);
+  Value result = emit(op, {a, b}, a.type);
+  std::string_view name = op;
+  if (for_xla_cpu_ && !in_region_ && is_float(a.element()) &&
+      (name == "maximum" || name == "minimum")) {
+    // XLA:CPU's fast min/max returns `a` when `b` is NaN; StableHLO (and PyTorch) propagate
+    // a NaN from either side. Reduction bodies (in regions) handle NaN on their own.
+    result = select(compare(Compare::NE, b, b), b, result);
+    result = select(compare(Compare::NE, a, a), a, result);
+  }
+  return result;
 }
 
 Value Builder::compare(Compare direction, const Value& a, const Value& b) {

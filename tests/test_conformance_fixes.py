@@ -1,0 +1,78 @@
+"""What PyTorch's own device tests (``python -m torch_tpu.conformance``) found wrong, each
+checked against PyTorch on the CPU: NaN through maximum/minimum/clamp, IndexError for index
+tensors that do not broadcast, nonzero's out= checks, torch.mode(out=)."""
+
+import pytest
+import torch
+
+import torch_tpu  # noqa: F401
+
+TPU = "tpu"
+NAN = float("nan")
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def same(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("op", [torch.maximum, torch.minimum, torch.fmax, torch.fmin],
+                         ids=lambda f: f.__name__)  # fmt: skip
+def test_nan_on_either_side(op, dtype):
+    a = torch.tensor([1.0, NAN, NAN, 2.0, -0.5], dtype=dtype)
+    b = torch.tensor([NAN, 0.0, NAN, 1.0, 3.0], dtype=dtype)
+    same(op(a.to(TPU), b.to(TPU)), op(a, b))
+    same(op(b.to(TPU), a.to(TPU)), op(b, a))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_clamp_with_nan_bounds(dtype):
+    x = torch.tensor([-2.0, 0.5, NAN, 4.0], dtype=dtype)
+    t = x.to(TPU)
+    for low, high in [(NAN, None), (None, NAN), (NAN, 3.0), (0.0, NAN), (0.0, 1.0)]:
+        same(torch.clamp(t, low, high), torch.clamp(x, low, high))
+        same(t.clone().clamp_(low, high), x.clone().clamp_(low, high))
+    bound = torch.tensor([NAN, 0.0, 1.0, NAN], dtype=dtype)
+    same(torch.clamp(t, min=bound.to(TPU)), torch.clamp(x, min=bound))
+    same(torch.clamp(t, max=bound.to(TPU)), torch.clamp(x, max=bound))
+
+
+def test_index_tensors_that_do_not_broadcast_raise_index_error():
+    x = torch.arange(12.0).reshape(3, 4)
+    rows, cols = torch.tensor([0, 1]), torch.tensor([0, 1, 2])
+    for device in ("cpu", TPU):
+        t = x.to(device)
+        with pytest.raises(IndexError, match=r"could not be broadcast together with shapes \[2\], \[3\]"):
+            t[rows.to(device), cols.to(device)]
+        with pytest.raises(IndexError, match="could not be broadcast"):
+            t.index_put_((rows.to(device), cols.to(device)), torch.tensor(1.0, device=device))
+        with pytest.raises(IndexError, match="could not be broadcast"):
+            t[rows.to(device), cols.to(device)] = 5.0
+    # broadcastable shapes still work, and agree with the CPU
+    r, c = torch.tensor([[0], [2]]), torch.tensor([1, 3])
+    same(x.to(TPU)[r.to(TPU), c.to(TPU)], x[r, c])
+
+
+def test_nonzero_out_checks_device_and_dtype():
+    t = torch.tensor([[0, 1], [2, 0]], device=TPU)
+    with pytest.raises(RuntimeError, match="on the same device"):
+        torch.nonzero(t, out=torch.empty(0, dtype=torch.long))
+    with pytest.raises(RuntimeError, match="scalar type Long"):
+        torch.nonzero(t, out=torch.empty(0, dtype=torch.float, device=TPU))
+    out = torch.empty(0, dtype=torch.long, device=TPU)
+    torch.nonzero(t, out=out)
+    same(out, torch.nonzero(t.cpu()))
+
+
+def test_mode_with_out():
+    x = torch.tensor([[1, 2, 2, 3], [4, 4, 1, 1], [0, 5, 5, 5]], dtype=torch.float32)
+    values = torch.empty(0, device=TPU)
+    indices = torch.empty(0, dtype=torch.long, device=TPU)
+    result = torch.mode(x.to(TPU), 1, out=(values, indices))
+    expected = torch.mode(x, 1)
+    assert result.values is values and result.indices is indices
+    same(values, expected.values)
+    same(indices, expected.indices)
+    with pytest.raises(RuntimeError, match="expected values and indices on tpu"):
+        torch.mode(x.to(TPU), 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))
