@@ -67,6 +67,7 @@ _dynamo_hook.install()  # torch.compile(backend="tpu"), without importing Dynamo
 
 from torch_tpu import (  # noqa: E402
     _composite_ops,
+    _ctc_loss,
     _fast_paths,
     _flex_attention,
     _fused_optim,
@@ -79,6 +80,7 @@ _fused_optim.install()  # Adam/AdamW(fused=True) as tpu kernels, not CPU fallbac
 _fast_paths.install()  # TransformerEncoderLayer's and MultiheadAttention's inference fast paths
 _rnn_cells.install()  # the fused LSTM/GRU cells nn.LSTM and nn.GRU call on accelerators
 _composite_ops.install()  # dot, xlogy, mish, glu: reached by torch.nn, made of tpu ops
+_ctc_loss.install()  # nn.CTCLoss: ATen has CPU and CUDA kernels only
 
 _titan_hook.install()  # TorchTitan's MFU uses our peak FLOP/s, when TorchTitan loads
 
