@@ -1,0 +1,172 @@
+"""python -m torch_tpu.conformance on a small synthetic device-generic test file: outcomes,
+a crash isolated to its test (the file restarts and runs the tests after it), a per-test
+timeout, the table and the JSON, and the exit code for a missing folder.
+
+The file runs once for the whole module (three pytest processes: the crash and the
+timeout each restart it), so the module stays at a few seconds of torch_tpu imports."""
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from torch_tpu.conformance import main, report
+
+# Test methods run in name order: the crash comes before a passing test and the sleeper, so
+# only the restarts can reach them.
+SYNTHETIC = textwrap.dedent(
+    """
+    import os
+    import signal
+    import time
+    import unittest
+
+    import torch
+    from torch.testing._internal.common_device_type import instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestSynthetic(TestCase):
+        def test_a_pass(self, device):
+            x = torch.arange(6.0).reshape(2, 3)
+            self.assertEqual((x.to(device) * 2).cpu(), x * 2)
+
+        def test_b_fail(self, device):
+            self.assertTrue(False, "value 12 at 0x7f00aa is wrong")
+
+        def test_c_skip(self, device):
+            raise unittest.SkipTest("not on this device")
+
+        def test_d_crash(self, device):
+            os.kill(os.getpid(), signal.SIGSEGV)
+
+        def test_e_after_crash(self, device):
+            self.assertEqual(torch.ones(3, device=device).sum().item(), 3.0)
+
+        def test_f_sleeps(self, device):
+            time.sleep(60)
+
+        @unittest.expectedFailure
+        def test_g_xfail(self, device):
+            self.assertTrue(False)
+
+
+    instantiate_device_type_tests(TestSynthetic, globals())
+
+
+    class TestNotDeviceGeneric(TestCase):  # no device: the runner leaves it out
+        def test_cpu_only(self):
+            pass
+    """
+)
+CLASS = "test_synthetic.py::TestSyntheticPRIVATEUSE1::"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """Runs the runner once on the synthetic file: (exit code, printed text, JSON)."""
+    folder = tmp_path_factory.mktemp("conformance")
+    tests = folder / "test"
+    tests.mkdir()
+    (tests / "test_synthetic.py").write_text(SYNTHETIC)
+    out = folder / "out.json"
+    printed = io.StringIO()  # module scope has no capsys
+    with contextlib.redirect_stdout(printed):
+        code = main([str(tests), "test_synthetic", "--test-timeout", "3", "--json", str(out)])
+    return code, printed.getvalue(), json.loads(out.read_text())
+
+
+def _outcomes(data):
+    return {t["nodeid"].removeprefix(CLASS): t["outcome"] for t in data["tests"]}
+
+
+def test_each_test_has_its_outcome(run):
+    code, _, data = run
+    assert code == 0
+    assert _outcomes(data) == {
+        "test_a_pass_tpu": "passed",
+        "test_b_fail_tpu": "failed",
+        "test_c_skip_tpu": "skipped",
+        "test_d_crash_tpu": "crashed",
+        "test_e_after_crash_tpu": "passed",
+        "test_f_sleeps_tpu": "timeout",
+        "test_g_xfail_tpu": "xfailed",
+    }
+    assert data["files"][0]["attempts"] == 3  # the crash and the timeout restarted it
+
+
+def test_crash_and_timeout_are_recorded_on_their_tests(run):
+    _, text, data = run
+    by_id = {t["nodeid"]: t for t in data["tests"]}
+    crash, timeout = by_id[CLASS + "test_d_crash_tpu"], by_id[CLASS + "test_f_sleeps_tpu"]
+    assert crash["cause"] == "SIGSEGV"
+    assert crash["raw"] == "Fatal Python error: Segmentation fault"  # faulthandler's report
+    assert "in test_d_crash" in crash["log_tail"]
+    assert 3 <= timeout["seconds"] < 30
+    assert f"- crashed (SIGSEGV): `{CLASS}test_d_crash_tpu`" in text
+    assert f"`{CLASS}test_f_sleeps_tpu`" in text
+
+
+def test_failure_cause_is_normalized(run):
+    _, text, data = run
+    [group] = data["groups"]
+    assert group["cause"] == "AssertionError: False is not true : value N at 0x? is wrong"
+    assert group["examples"] == [CLASS + "test_b_fail_tpu"]
+    assert "1. 1 x AssertionError: False is not true : value N at 0x? is wrong" in text
+    failed = next(t for t in data["tests"] if t["outcome"] == "failed")
+    assert failed["raw"] == "AssertionError: False is not true : value 12 at 0x7f00aa is wrong"
+
+
+def test_table_row(run):
+    _, text, data = run
+    row = next(line for line in text.splitlines() if line.startswith("| test_synthetic.py"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # passed failed errors skipped xfailed crashed timeout not-run pass% (2 of 5 ran)
+    assert cells[1:10] == ["2", "1", "0", "1", "1", "1", "1", "0", "40.0"]
+    assert data["total"]["pass_percent"] == pytest.approx(40.0)
+    assert "| TOTAL" in text
+
+
+def test_missing_folder_is_exit_code_2(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    assert main([str(missing)]) == 2
+    assert str(missing) in capsys.readouterr().err
+    (tmp_path / "test").mkdir()
+    assert main([str(tmp_path / "test"), "test_view_ops"]) == 2
+    assert f"no test_view_ops.py in {tmp_path / 'test'}" in capsys.readouterr().err
+
+
+def test_command_line_exit_code_2(tmp_path):
+    missing = tmp_path / "nowhere"
+    result = subprocess.run(
+        [sys.executable, "-m", "torch_tpu.conformance", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert f"no folder {missing}: pass the test/ folder of a PyTorch checkout" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        (
+            "shape '[2, 3]' is invalid for input of size 7",
+            "shape '[...]' is invalid for input of size N",
+        ),
+        ("Expected tpu:0 and cpu, got torch.float32", "Expected tpu and cpu, got DTYPE"),
+        (
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+            "mat1 and mat2 shapes cannot be multiplied (NxN and NxN)",
+        ),
+        ("'aten::log1p' has no lowering at (0, 1)", "'aten::log1p' has no lowering at (...)"),
+        ("Float did not match Half\nsecond line", "DTYPE did not match DTYPE"),
+    ],
+)
+def test_normalize_message(message, expected):
+    assert report.normalize_cause("RuntimeError", message) == f"RuntimeError: {expected}"

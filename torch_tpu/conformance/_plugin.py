@@ -1,0 +1,165 @@
+"""The pytest plugin of ``python -m torch_tpu.conformance``, loaded in each pytest process
+with ``-p torch_tpu.conformance._plugin``, so before the test file is collected.
+
+It imports torch_tpu before any test module can import PyTorch's common_device_type, which
+decides when it is imported which device types get test classes: the tpu device must exist
+by then. It appends one JSON
+line per event to the runner's progress file, flushed at once, so that when a test
+crashes the process the runner still knows which test was running. It leaves out the
+tests the runner lists in its deselect file (those already done before a restart), and,
+unless asked not to, the tests that are not instantiated for a device.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import IO
+
+import pytest
+import torch
+
+import torch_tpu  # before common_device_type: see above
+from torch_tpu.conformance import runner
+from torch_tpu.conformance.report import first_line, normalize_cause
+
+_progress: IO[str] | None = None
+
+
+def _emit(event: dict) -> None:
+    global _progress
+    path = os.environ.get(runner.PROGRESS_ENV)
+    if not path:
+        return
+    if _progress is None:
+        _progress = open(path, "a", encoding="utf-8")  # open for the whole session
+    event["t"] = time.time()
+    _progress.write(json.dumps(event) + "\n")
+    _progress.flush()  # in the kernel's hands now: a crash right after does not lose it
+
+
+def _bypass_device_restrictions() -> str | None:
+    """Lets @onlyCUDA-style gates run their tests on tpu (PrivateUse1TestBase's switch,
+    where this torch has it). Returns a problem, if any."""
+    from torch.testing._internal import common_device_type
+
+    base = common_device_type.PrivateUse1TestBase
+    if not hasattr(base, "bypass_device_restrictions"):
+        return f"torch {torch.__version__} has no PrivateUse1TestBase.bypass_device_restrictions"
+    base.bypass_device_restrictions = True
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    problem = None
+    if os.environ.get(runner.BYPASS_ENV) == "1":
+        problem = _bypass_device_restrictions()
+    _emit(
+        {
+            "event": "session",
+            "pid": os.getpid(),
+            "torch": torch.__version__,
+            "eager_mode": torch_tpu.get_eager_mode(),
+            "fallback": torch_tpu._C._get_fallback_mode(),
+            "problem": problem,
+        }
+    )
+
+
+def _is_device_test(item: pytest.Item) -> bool:
+    """A test of a class instantiate_device_type_tests made for tpu (``*PRIVATEUSE1``):
+    the others (plain TestCase classes) run on the CPU whatever the device."""
+    device_type = getattr(getattr(item, "cls", None), "device_type", None)
+    return device_type in ("privateuse1", torch._C._get_privateuse1_backend_name())
+
+
+def _deselected_ids() -> set[str]:
+    path = os.environ.get(runner.DESELECT_ENV)
+    if not path or not os.path.exists(path):
+        return set()
+    with open(path, encoding="utf-8") as f:
+        return {line.strip() for line in f if line.strip()}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    done = _deselected_ids()
+    every_class = os.environ.get(runner.ALL_TESTS_ENV) == "1"
+    kept, dropped = [], []
+    for item in items:
+        wanted = item.nodeid not in done and (every_class or _is_device_test(item))
+        (kept if wanted else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _emit({"event": "collected", "nodeids": [item.nodeid for item in session.items]})
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if not report.failed:
+        return
+    text = str(report.longrepr)
+    # pytest marks the exception's lines of the report with "E   ".
+    marked = "\n".join(line[1:] for line in text.splitlines() if line.startswith("E "))
+    name, message = runner.last_exception(marked or text)
+    raw = (f"{name}: {message}" if name else message)[:300]
+    cause = normalize_cause(name, message)
+    _emit({"event": "collect_error", "nodeid": report.nodeid, "cause": cause, "raw": raw})
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    _emit({"event": "start", "nodeid": nodeid})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Keeps the exception of a failed phase on its report: the report's text has been
+    formatted already, the exception's class and message are what causes group by."""
+    report = yield
+    if report.failed and call.excinfo is not None:
+        try:
+            message = str(call.excinfo.value)
+        except Exception:  # a __str__ that fails is no reason to lose the report
+            message = ""
+        report._conformance_exception = (call.excinfo.type.__name__, message)
+    return report
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        return first_line(str(report.longrepr[2]).removeprefix("Skipped: "))
+    return first_line(getattr(report, "wasxfail", "") or "")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    event = {
+        "event": "report",
+        "nodeid": report.nodeid,
+        "when": report.when,
+        "outcome": report.outcome,
+        "duration": report.duration,
+        "xfail": hasattr(report, "wasxfail"),  # an expected failure reports as skipped
+        "cause": "",
+        "raw": "",
+    }
+    if report.failed:
+        exception = getattr(report, "_conformance_exception", None)
+        if exception is None:  # reported by something else than an exception in the test
+            crash = getattr(report.longrepr, "reprcrash", None)
+            text = crash.message if crash is not None else str(report.longrepr)
+            name, _, message = first_line(text).partition(": ")
+            exception = (name, message)
+        name, message = exception
+        event["cause"] = normalize_cause(name, message)
+        event["raw"] = f"{name}: {first_line(message)}"[:300] if message.strip() else name
+    elif report.skipped:
+        event["raw"] = _skip_reason(report)
+    _emit(event)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _emit({"event": "finish", "exitstatus": int(exitstatus)})
