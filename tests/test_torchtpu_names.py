@@ -100,3 +100,22 @@ def test_unknown_compile_options_are_named():
     step = torch.compile(lambda t: t * 2, backend="tpu", options={"num_dynamic_buckets": 9})
     with pytest.raises(Exception, match="num_dynamic_buckets must be a whole number from 1 to 8"):
         step(torch.ones(2, device="tpu"))
+
+
+def test_debug_checks_variable_is_accepted_and_bounds_stay_checked():
+    # TorchTPU's TORCH_TPU_ENABLE_DEBUG_CHECKS turns bounds checks on; ours are always on,
+    # in every eager mode, so the variable changes nothing but must not be refused.
+    code = textwrap.dedent("""
+        import torch
+        x = torch.arange(4.0, device="tpu")
+        for mode in ("strict", "defer_and_fuse"):
+            with torch.tpu.set_eager_mode(mode):
+                try:
+                    x[torch.tensor([7], device="tpu")].cpu()
+                    print("no error")
+                except IndexError as e:
+                    print("IndexError")
+    """)
+    result = _run(code, TORCH_TPU_ENABLE_DEBUG_CHECKS="1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["IndexError", "IndexError"]

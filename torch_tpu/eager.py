@@ -19,7 +19,9 @@ Google TorchTPU's names for the same setting work too: ``torch.tpu.EagerMode``
 (``DEFER_NEVER`` is strict, ``DEFER_AND_FUSE``, ``DEFER_NEVER_AND_LAUNCH_BLOCKING`` is
 debug), the ``torch.tpu.eager_mode`` property (read and assign) and
 ``torch.tpu.set_eager_mode(mode)``, which sets the mode at once and, used as a context
-manager, restores the previous one at the end of the block.
+manager, restores the previous one at the end of the block. TorchTPU's
+``TORCH_TPU_ENABLE_DEBUG_CHECKS=1`` (bounds checks) is accepted: index bounds are always
+checked here, in every mode.
 """
 
 from __future__ import annotations
