@@ -5,7 +5,7 @@ tensors that do not broadcast, nonzero's out= checks, torch.mode(out=)."""
 import pytest
 import torch
 
-import torch_tpu  # noqa: F401
+import torch_tpu
 
 TPU = "tpu"
 NAN = float("nan")
@@ -76,3 +76,31 @@ def test_mode_with_out():
     same(indices, expected.indices)
     with pytest.raises(RuntimeError, match="expected values and indices on tpu"):
         torch.mode(x.to(TPU), 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))
+
+
+def test_masked_assignment_is_a_masked_fill_without_data_dependent_shapes():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 5, 6, generator=g)
+    for index in [
+        (torch.randn(4, 5, 6, generator=g) > 0,),
+        (torch.randn(4, 5, generator=g) > 0,),
+        (slice(None), torch.randn(5, 6, generator=g) > 0),
+    ]:
+        expected = x.clone()
+        expected[index] = 7.0
+        for value in (7.0, torch.tensor(7.0), torch.tensor(7.0, device=TPU)):
+            on_cpu_mask = x.to(TPU)
+            on_cpu_mask[index] = value  # a CPU mask, as PyTorch's own tests write it
+            same(on_cpu_mask, expected)
+            moved = tuple(i.to(TPU) if isinstance(i, torch.Tensor) else i for i in index)
+            on_tpu_mask = x.to(TPU)
+            on_tpu_mask[moved] = value
+            same(on_tpu_mask, expected)
+    # one program serves every count of true elements
+    before = torch_tpu._C._compiled_program_count()
+    for _ in range(6):
+        t = torch.randn(8, 9, device=TPU)
+        t[torch.randn(8, 9, generator=g) > 0.3] = 0.0
+    assert torch_tpu._C._compiled_program_count() - before <= 3
+    with pytest.raises(IndexError, match=r"The shape of the mask \[3, 5\] at index 1"):
+        torch.zeros(3, 4, device=TPU)[torch.ones(3, 5, dtype=torch.bool)] = 1.0

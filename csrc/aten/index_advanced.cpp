@@ -9,6 +9,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/nonzero.h>
 
+#include <optional>
+
 #include "aten/index.h"
 #include "aten/ops.h"
 #include "aten/program.h"
@@ -16,6 +18,39 @@
 namespace tpu::aten {
 
 namespace {
+
+// The mask of `self[mask] = value` when `indices` is one boolean (or byte) mask, possibly
+// after leading full slices, as PyTorch's canDispatchToMaskedFill finds it, moved to
+// self's device and shaped to broadcast over self's trailing dims.
+std::optional<at::Tensor> single_mask(const at::Tensor& self,
+                                      const c10::List<std::optional<at::Tensor>>& indices) {
+  int64_t leading = 0;
+  std::optional<at::Tensor> mask;
+  for (const std::optional<at::Tensor>& index : indices) {
+    if (!index.has_value() || !index->defined()) {
+      if (mask.has_value()) return std::nullopt;  // a slice after the mask
+      ++leading;
+      continue;
+    }
+    if (mask.has_value() ||
+        (index->scalar_type() != at::kBool && index->scalar_type() != at::kByte)) {
+      return std::nullopt;
+    }
+    mask = *index;
+  }
+  if (!mask.has_value()) return std::nullopt;
+  for (int64_t j = 0; j < mask->dim(); ++j) {
+    int64_t k = leading + j;
+    TORCH_CHECK_INDEX(k < self.dim() && mask->size(j) == self.size(k), "The shape of the mask ",
+                      mask->sizes(), " at index ", j,
+                      " does not match the shape of the indexed tensor ", self.sizes(),
+                      " at index ", k);
+  }
+  std::vector<int64_t> shape(leading, 1);
+  for (int64_t size : mask->sizes()) shape.push_back(size);
+  shape.resize(self.dim(), 1);
+  return mask->to(self.device(), at::kBool).reshape(shape);
+}
 
 // The shape the index tensors broadcast to; like PyTorch, an IndexError naming every
 // index's shape when they do not broadcast.
@@ -192,6 +227,13 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
               self.scalar_type(), " for the destination and ", values.scalar_type(),
               " for the source.");
   at::assert_no_overlap(self, values);
+  // x[mask] = v with one mask and one value is a masked fill: no nonzero(), so no shape that
+  // depends on the data and no new program for each count of true elements.
+  if (!accumulate && values.numel() == 1) {
+    if (std::optional<at::Tensor> mask = single_mask(self, indices)) {
+      return self.masked_fill_(*mask, values.reshape({}));
+    }
+  }
   Plan plan = make_plan(self, indices);
   TORCH_CHECK(at::is_expandable_to(values.sizes(), plan.result),
               "shape mismatch: value tensor of shape ", values.sizes(),
