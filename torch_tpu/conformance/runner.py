@@ -566,7 +566,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
     keep = args.keep_logs is not None
-    work_dir = Path(args.keep_logs) if keep else Path(tempfile.mkdtemp(prefix="tpu_conformance_"))
+    # absolute: each pytest process runs in the test folder and writes its progress here
+    if keep:
+        work_dir = Path(args.keep_logs).resolve()
+    else:
+        work_dir = Path(tempfile.mkdtemp(prefix="tpu_conformance_"))
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
         results, interrupted = run_files(test_dir, files, options, work_dir, keep)
