@@ -258,6 +258,59 @@ def test_fused_sgd_unscales_gradients_and_skips_on_found_inf(native, found):
             torch.testing.assert_close(tpu, cpu, msg=name)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"lr_decay": 0.1, "weight_decay": 0.05}, {"maximize": True, "eps": 1e-3},
+     {"lr": "tensor", "initial_accumulator_value": 0.5}],
+    ids=["plain", "decay", "maximize", "tensor_lr"],
+)  # fmt: skip
+def test_fused_adagrad_matches_the_cpu_kernel(native, options):
+    torch.manual_seed(3)
+    params = [torch.randn(5, 3), torch.randn(7)]
+    cpu = [p.clone().requires_grad_() for p in params]
+    tpu = [p.to("tpu").requires_grad_() for p in params]
+
+    def make(group):
+        kwargs = {"lr": 0.05, **options}
+        if kwargs["lr"] == "tensor":
+            kwargs["lr"] = torch.tensor(0.05)
+        return torch.optim.Adagrad(group, fused=True, **kwargs)
+
+    on_cpu, on_tpu = make(cpu), make(tpu)
+    for _ in range(3):
+        grads = [torch.randn_like(p) for p in params]
+        for p, g in zip(cpu, grads):
+            p.grad = g.clone()
+        for p, g in zip(tpu, grads):
+            p.grad = g.to("tpu")
+        on_cpu.step()
+        on_tpu.step()
+    for t, c in zip(tpu, cpu):
+        torch.testing.assert_close(t.detach().cpu(), c.detach(), rtol=1e-5, atol=1e-6)
+    for t, c in zip(on_tpu.state.values(), on_cpu.state.values()):
+        torch.testing.assert_close(t["sum"].cpu(), c["sum"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("found", [0.0, 1.0])
+def test_fused_adagrad_unscales_gradients_and_skips_on_found_inf(native, found):
+    torch.manual_seed(4)
+    tensors = {name: [torch.randn(6), torch.randn(2, 3)] for name in ("p", "g")}
+    tensors["s"] = [torch.rand(6), torch.rand(2, 3)]
+    results = {}
+    for device in ("cpu", "tpu"):
+        t = {name: [x.clone().to(device) for x in xs] for name, xs in tensors.items()}
+        steps = [torch.tensor(3.0, device=device) for _ in range(2)]
+        torch._fused_adagrad_(
+            t["p"], t["g"], t["s"], steps, lr=0.1, lr_decay=0.01, weight_decay=0.1, eps=1e-10,
+            maximize=False, grad_scale=torch.tensor(4.0, device=device),
+            found_inf=torch.tensor(found, device=device),
+        )  # fmt: skip
+        results[device] = {name: [x.cpu() for x in xs] for name, xs in t.items()}
+    for name in ("p", "g", "s"):
+        for tpu, cpu in zip(results["tpu"][name], results["cpu"][name]):
+            torch.testing.assert_close(tpu, cpu, msg=name)
+
+
 def test_bias_corrections_keep_double_precision_betas():
     from torch_tpu import _fused_optim
 

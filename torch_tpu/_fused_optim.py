@@ -151,10 +151,45 @@ def _fused_sgd(
             _store(updates, skip, compute)
 
 
+def _fused_adagrad(
+    params, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps, maximize,
+    grad_scale=None, found_inf=None,
+) -> None:  # fmt: skip
+    """aten::_fused_adagrad_ (Adagrad(fused=True)), as PyTorch's fused CPU kernel computes
+    it: unscaled gradients written back, maximize, weight decay, the sum of squares, and the
+    step at lr / (1 + (step - 1) * lr_decay) (the optimizer has already counted the step)."""
+    if isinstance(lr, torch.Tensor) and lr.device.type == "cpu":
+        lr = lr.item()
+    if not params:
+        return
+    skip = None if found_inf is None else found_inf.to(params[0].device) == 1
+    with torch.no_grad():
+        for i, param in enumerate(params):
+            compute = torch.float32 if param.dtype in _LOW_PRECISION else param.dtype
+            grad = grads[i]
+            g = grad.to(compute)
+            updates = []
+            if grad_scale is not None:
+                g = g / grad_scale.to(compute)
+                updates.append((grad, g))
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                g = g + weight_decay * param.to(compute)
+            total = state_sums[i].to(compute) + g * g
+            updates.append((state_sums[i], total))
+            step = state_steps[i].to(device=param.device, dtype=compute)
+            clr = lr / (1 + (step - 1) * lr_decay)
+            updates.append((param, param.to(compute) - clr * g / (total.sqrt() + eps)))
+            _store(updates, skip, compute)
+
+
 _library = torch.library.Library("aten", "IMPL")
 
 
 def install() -> None:
+    _library.impl("_fused_adagrad_", _fused_adagrad, "PrivateUse1")
+    _library.impl("_fused_adagrad_.tensor_lr", _fused_adagrad, "PrivateUse1")
     _library.impl("_fused_sgd_", _fused_sgd, "PrivateUse1")
     _library.impl("_fused_sgd_.tensor_lr", _fused_sgd, "PrivateUse1")
     for name, decoupled in (("_fused_adam_", False), ("_fused_adamw_", True)):
