@@ -71,6 +71,7 @@ from torch_tpu import (  # noqa: E402
     _fast_paths,
     _flex_attention,
     _fused_optim,
+    _margin_losses,
     _rnn_cells,
     _window_ops,
 )
@@ -82,6 +83,7 @@ _fast_paths.install()  # TransformerEncoderLayer's and MultiheadAttention's infe
 _rnn_cells.install()  # the fused LSTM/GRU cells nn.LSTM and nn.GRU call on accelerators
 _composite_ops.install()  # dot, xlogy, mish, glu: reached by torch.nn, made of tpu ops
 _ctc_loss.install()  # nn.CTCLoss: ATen has CPU and CUDA kernels only
+_margin_losses.install()  # nn.MultiMarginLoss, nn.MultiLabelMarginLoss
 _window_ops.install()  # 3-d pooling and padding, adaptive max pooling: made of tpu ops
 
 _titan_hook.install()  # TorchTitan's MFU uses our peak FLOP/s, when TorchTitan loads
