@@ -104,3 +104,16 @@ def test_masked_assignment_is_a_masked_fill_without_data_dependent_shapes():
     assert torch_tpu._C._compiled_program_count() - before <= 3
     with pytest.raises(IndexError, match=r"The shape of the mask \[3, 5\] at index 1"):
         torch.zeros(3, 4, device=TPU)[torch.ones(3, 5, dtype=torch.bool)] = 1.0
+
+
+def test_empty_dimension_and_empty_index_list():
+    for device in ("cpu", TPU):
+        x = torch.empty(10, 0, device=device)
+        with pytest.raises(IndexError, match="index is out of bounds for dimension with size 0"):
+            x[:, [0, 1]]
+        scalar = torch.rand([], device=device)
+        with pytest.raises(RuntimeError, match=r"value tensor of shape \[1\] cannot be broadcast"):
+            scalar.index_put([], torch.tensor([1.0], device=device), True)
+    # (the CPU kernel itself trips an internal assert on an empty index list it could apply)
+    z = torch.zeros(2, 3, device=TPU)
+    assert z.index_put([], torch.tensor([1.0, 2.0, 3.0], device=TPU), True).tolist() == [[1, 2, 3]] * 2

@@ -155,6 +155,8 @@ void check_bounds(const at::Tensor& self, const Plan& plan) {
     if (plan.tensors[i].numel() == 0) continue;
     const int64_t size = self.size(plan.dims[i]);
     const int64_t dim = plan.dims[i];
+    // The CPU's words when the dimension is empty: every index is out of bounds.
+    TORCH_CHECK_INDEX(size != 0, "index is out of bounds for dimension with size 0");
     indexing::check_min_max(plan.tensors[i], [size, dim](int64_t lo, int64_t hi) {
       TORCH_CHECK_INDEX(lo >= -size && hi < size, "index ", lo < -size ? lo : hi,
                         " is out of bounds for dimension ", dim, " with size ", size);
@@ -227,6 +229,16 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
               self.scalar_type(), " for the destination and ", values.scalar_type(),
               " for the source.");
   at::assert_no_overlap(self, values);
+  bool any_index = false;
+  for (const std::optional<at::Tensor>& index : indices) {
+    any_index = any_index || (index.has_value() && index->defined());
+  }
+  if (!any_index) {  // x.index_put_([], v): the whole tensor, as on the CPU
+    TORCH_CHECK(at::is_expandable_to(values.sizes(), self.sizes()),
+                "shape mismatch: value tensor of shape ", values.sizes(),
+                " cannot be broadcast to indexing result of shape ", self.sizes());
+    return accumulate ? self.add_(values) : self.copy_(values);
+  }
   // x[mask] = v with one mask and one value is a masked fill: no nonzero(), so no shape that
   // depends on the data and no new program for each count of true elements.
   if (!accumulate && values.numel() == 1) {
