@@ -117,3 +117,13 @@ def test_empty_dimension_and_empty_index_list():
     # (the CPU kernel itself trips an internal assert on an empty index list it could apply)
     z = torch.zeros(2, 3, device=TPU)
     assert z.index_put([], torch.tensor([1.0, 2.0, 3.0], device=TPU), True).tolist() == [[1, 2, 3]] * 2
+
+
+def test_masked_assignment_checks_shape_before_dtype():
+    for device in ("cpu", TPU):
+        a = torch.arange(4, device=device)
+        for values in ([], [1.0, 2.0, 3.0]):
+            with pytest.raises(RuntimeError, match="shape mismatch"):
+                a[a > -1] = torch.tensor(values).to(device)
+        a[a > 1] = torch.tensor(7.5)  # a CPU value is converted, as the CPU's masked fill does
+        assert a.tolist() == [0, 1, 7, 7]

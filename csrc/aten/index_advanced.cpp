@@ -224,10 +224,6 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
                     "too many indices for tensor of dimension ", self.dim(), " (got ",
                     indices.size(), ")");
   at::assert_no_internal_overlap(self);
-  TORCH_CHECK(values.scalar_type() == self.scalar_type(),
-              "Index put requires the source and destination dtypes match, got ",
-              self.scalar_type(), " for the destination and ", values.scalar_type(),
-              " for the source.");
   at::assert_no_overlap(self, values);
   bool any_index = false;
   for (const std::optional<at::Tensor>& index : indices) {
@@ -237,11 +233,17 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
     TORCH_CHECK(at::is_expandable_to(values.sizes(), self.sizes()),
                 "shape mismatch: value tensor of shape ", values.sizes(),
                 " cannot be broadcast to indexing result of shape ", self.sizes());
+    TORCH_CHECK(values.scalar_type() == self.scalar_type(),
+                "Index put requires the source and destination dtypes match, got ",
+                self.scalar_type(), " for the destination and ", values.scalar_type(),
+                " for the source.");
     return accumulate ? self.add_(values) : self.copy_(values);
   }
   // x[mask] = v with one mask and one value is a masked fill: no nonzero(), so no shape that
-  // depends on the data and no new program for each count of true elements.
-  if (!accumulate && values.numel() == 1) {
+  // depends on the data and no new program for each count of true elements. Like the CPU's
+  // masked-fill dispatch, it converts a CPU value to self's dtype.
+  if (!accumulate && values.numel() == 1 &&
+      (values.is_cpu() || values.scalar_type() == self.scalar_type())) {
     if (std::optional<at::Tensor> mask = single_mask(self, indices)) {
       return self.masked_fill_(*mask, values.reshape({}));
     }
@@ -250,6 +252,10 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
   TORCH_CHECK(at::is_expandable_to(values.sizes(), plan.result),
               "shape mismatch: value tensor of shape ", values.sizes(),
               " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(plan.result));
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(),
+              "Index put requires the source and destination dtypes match, got ",
+              self.scalar_type(), " for the destination and ", values.scalar_type(),
+              " for the source.");
   check_bounds(self, plan);
   if (numel_of(plan.result) == 0 || self.numel() == 0) return self;
   Program p(accumulate ? "aten::_index_put_impl_.accumulate" : "aten::_index_put_impl_");
