@@ -74,6 +74,16 @@ def test_mode_with_out():
     assert result.values is values and result.indices is indices
     same(values, expected.values)
     same(indices, expected.indices)
+    for x_type, v_type, i_type, which in [
+        (torch.uint8, torch.int8, torch.long, "values"),
+        (torch.uint8, torch.uint8, torch.int8, "indices"),
+    ]:
+        for device in ("cpu", TPU):
+            x8 = torch.ones(10, dtype=x_type, device=device)
+            out = (torch.ones(10, dtype=v_type, device=device),
+                   torch.ones(10, dtype=i_type, device=device))  # fmt: skip
+            with pytest.raises(RuntimeError, match=f"expected scalar type .* but got .* for {which}"):
+                torch.mode(x8, -1, True, out=out)
     with pytest.raises(RuntimeError, match="expected values and indices on tpu"):
         torch.mode(x.to(TPU), 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))
 

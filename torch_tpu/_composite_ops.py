@@ -41,7 +41,9 @@ def dot(self, tensor):
 
 def _name(dtype: torch.dtype) -> str:
     return {torch.float32: "Float", torch.float64: "Double", torch.int64: "Long",
-            torch.int32: "Int", torch.float16: "Half", torch.bfloat16: "BFloat16"}.get(
+            torch.int32: "Int", torch.float16: "Half", torch.bfloat16: "BFloat16",
+            torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+            torch.bool: "Bool"}.get(
         dtype, str(dtype).removeprefix("torch."))  # fmt: skip
 
 
@@ -163,13 +165,15 @@ def mode_out(self, dim=-1, keepdim=False, *, values, indices):
             f"mode: expected values and indices on {self.device}, but got values on "
             f"{values.device} and indices on {indices.device}"
         )
+    # the CPU kernel's words
     if values.dtype != self.dtype:
         raise RuntimeError(
-            f"mode: expected values to have dtype {self.dtype}, but got {values.dtype}"
+            f"expected scalar type '{_name(self.dtype)}' but got '{_name(values.dtype)}' for "
+            "values output"
         )
     if indices.dtype != torch.int64:
         raise RuntimeError(
-            f"mode: expected indices to have dtype torch.int64, but got {indices.dtype}"
+            f"expected scalar type 'Long' but got '{_name(indices.dtype)}' for indices output"
         )
     result_values, result_indices = torch.mode(self, dim, keepdim)
     _into(values, result_values)
