@@ -170,3 +170,20 @@ def test_command_line_exit_code_2(tmp_path):
 )
 def test_normalize_message(message, expected):
     assert report.normalize_cause("RuntimeError", message) == f"RuntimeError: {expected}"
+
+
+def test_cpu_check_maps_tests_to_the_cpu_device_and_counts_them_apart():
+    from torch_tpu.conformance import cpu_check, report
+
+    assert (cpu_check.cpu_nodeid("test_x.py::TestFooPRIVATEUSE1::test_bar_tpu_float32")
+            == "test_x.py::TestFooCPU::test_bar_cpu_float32")  # fmt: skip
+    assert cpu_check.cpu_nodeid("t.py::TestOldTPU::test_flatten_tpu") == "t.py::TestOldCPU::test_flatten_cpu"
+    records = [report.TestRecord("f.py", f"f.py::T::t{i}", "passed") for i in range(8)]
+    records += [report.TestRecord("f.py", "f.py::T::bad", "failed", fails_on_cpu=True),
+                report.TestRecord("f.py", "f.py::T::ours", "failed")]  # fmt: skip
+    row = report.summary_row("f.py", records, 1.0)
+    assert row["pass_percent"] == 80.0
+    assert row["fail_on_cpu_too"] == 1
+    assert row["pass_percent_without_them"] == pytest.approx(100 * 8 / 9)
+    groups = report.group_failures(records)
+    assert {g.cause for g in groups} == {"[fails on CPU too] (no message)", "(no message)"}

@@ -40,6 +40,7 @@ class TestRecord:
     raw: str = ""  # the first line of the message as raised (truncated)
     seconds: float = 0.0
     log_tail: str = ""  # the end of the pytest log, for crashes and file-level problems
+    fails_on_cpu: bool = False  # --check-on-cpu: it fails on PyTorch's CPU device too
 
 
 @dataclasses.dataclass
@@ -121,7 +122,12 @@ def pass_rate(counts: dict[str, int]) -> float | None:
 
 def summary_row(name: str, records: Sequence[TestRecord], seconds: float) -> dict:
     counts = count(records)
-    return {"file": name, **counts, "pass_percent": pass_rate(counts), "seconds": seconds}
+    on_cpu = sum(1 for r in records if r.fails_on_cpu)
+    attempted = sum(counts[o] for o in _ATTEMPTED) - on_cpu
+    # --check-on-cpu: the pass rate without the tests that fail on PyTorch's CPU device too
+    own = 100.0 * counts["passed"] / attempted if attempted else None
+    return {"file": name, **counts, "pass_percent": pass_rate(counts), "seconds": seconds,
+            "fail_on_cpu_too": on_cpu, "pass_percent_without_them": own}  # fmt: skip
 
 
 def progress_line(result: FileResult) -> str:
@@ -151,22 +157,28 @@ def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     return "\n".join([line(header), rule, *(line(row) for row in rows)])
 
 
-def _cells(row: dict) -> list[str]:
-    rate = row["pass_percent"]
-    return [
-        row["file"],
-        *(str(row[o]) for o in OUTCOMES),
-        "-" if rate is None else f"{rate:.1f}",
-        f"{row['seconds']:.0f}",
-    ]
+def _percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1f}"
 
 
-def format_table(results: Sequence[FileResult]) -> str:
+def _cells(row: dict, cpu_checked: bool) -> list[str]:
+    cells = [row["file"], *(str(row[o]) for o in OUTCOMES), _percent(row["pass_percent"])]
+    if cpu_checked:
+        cells += [str(row["fail_on_cpu_too"]), _percent(row["pass_percent_without_them"])]
+    return cells + [f"{row['seconds']:.0f}"]
+
+
+def format_table(results: Sequence[FileResult], cpu_checked: bool = False) -> str:
+    """With cpu_checked (--check-on-cpu), two more columns: the failures that fail on the
+    CPU device too, and the pass rate without them."""
     rows = [summary_row(r.file, r.records, r.seconds) for r in results]
     every = [record for r in results for record in r.records]
     rows.append(summary_row("TOTAL", every, sum(r.seconds for r in results)))
-    header = ["file", *(_COLUMNS.get(o, o) for o in OUTCOMES), "pass %", "seconds"]
-    return _markdown_table(header, [_cells(row) for row in rows])
+    header = ["file", *(_COLUMNS.get(o, o) for o in OUTCOMES), "pass %"]
+    if cpu_checked:
+        header += ["fail on CPU too", "pass % without them"]
+    header.append("seconds")
+    return _markdown_table(header, [_cells(row, cpu_checked) for row in rows])
 
 
 # --- failures grouped by cause ---------------------------------------------------------
@@ -185,7 +197,8 @@ def group_failures(records: Iterable[TestRecord]) -> list[CauseGroup]:
     by_cause: dict[str, list[TestRecord]] = collections.defaultdict(list)
     for record in records:
         if record.outcome in _FAILURES:
-            by_cause[record.cause or "(no message)"].append(record)
+            cause = record.cause or "(no message)"
+            by_cause[("[fails on CPU too] " if record.fails_on_cpu else "") + cause].append(record)
     groups = [
         CauseGroup(
             cause=cause,
@@ -229,11 +242,11 @@ def format_incidents(results: Sequence[FileResult]) -> str:
     return "\n".join(lines)
 
 
-def format_report(results: Sequence[FileResult], top: int) -> str:
+def format_report(results: Sequence[FileResult], top: int, cpu_checked: bool = False) -> str:
     every = [record for r in results for record in r.records]
     return "\n\n".join(
         [
-            format_table(results),
+            format_table(results, cpu_checked),
             format_groups(group_failures(every), top),
             format_incidents(results),
         ]

@@ -70,6 +70,7 @@ class Options:
     bypass_device_restrictions: bool = False
     include_non_device_tests: bool = False
     noconftest: bool = False
+    check_on_cpu: bool = False
 
 
 # --- the progress file -----------------------------------------------------------------
@@ -468,6 +469,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not load the checkout's test/conftest.py (an older checkout's does not "
         "load under a newer pytest)",
     )
+    parser.add_argument(
+        "--check-on-cpu",
+        action="store_true",
+        help="run the failed tests again on the CPU device and count those that fail there "
+        "too apart (the test's fault, e.g. a checkout from another PyTorch release)",
+    )
     return parser
 
 
@@ -520,6 +527,7 @@ def _options(args: argparse.Namespace) -> Options:
         bypass_device_restrictions=args.bypass_device_restrictions,
         include_non_device_tests=args.include_non_device_tests,
         noconftest=args.noconftest,
+        check_on_cpu=args.check_on_cpu,
     )
 
 
@@ -574,11 +582,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
         results, interrupted = run_files(test_dir, files, options, work_dir, keep)
+        if options.check_on_cpu and not interrupted:
+            from torch_tpu.conformance import cpu_check
+
+            print("running the failed tests again on the CPU device ...", flush=True)
+            cpu_check.check_on_cpu(test_dir, results, options, work_dir)
     finally:
         if not keep:
             shutil.rmtree(work_dir, ignore_errors=True)
     print()
-    print(report.format_report(results, args.top))
+    print(report.format_report(results, args.top, options.check_on_cpu))
     if args.json:
         context = {
             "torch": torch.__version__,
