@@ -60,3 +60,37 @@ def test_adamw_with_cosine_schedule_stops_compiling_after_warmup():
         lrs.add(optimizer.param_groups[0]["lr"])
     assert len(lrs) == 5, "the schedule should change the learning rate every step"
     assert torch_tpu.metrics.snapshot()["compiles"] == before
+
+
+def _programs_for(loop) -> int:
+    before = torch_tpu._C._compiled_program_count()
+    loop()
+    torch.tpu.synchronize()
+    return torch_tpu._C._compiled_program_count() - before
+
+
+def test_view_offsets_are_run_time_operands_so_loops_compile_a_constant_number():
+    """x[i] = src[i] * 2 and x[:, j] for every i / j: the offset of each view is passed at
+    run time, so the programs compiled do not grow with the number of rows or columns
+    (before: two programs per row), in strict and defer_and_fuse modes alike."""
+    for mode in ("strict", "defer_and_fuse"):
+        counts = []
+        for rows in (8, 40):  # shapes of their own, so nothing comes from an earlier loop
+            cols = rows + 1
+            x = torch.zeros(rows, cols, device="tpu")
+            src = torch.randn(rows, cols, device="tpu")
+            sums = []
+
+            def loop():
+                with torch_tpu.eager_mode(mode):
+                    for i in range(rows):
+                        x[i] = src[i] * 2
+                    torch_tpu.sync()  # defer_and_fuse: one graph per loop, not one big one
+                    for j in range(cols):
+                        sums.append(x[:, j].sum())
+
+            counts.append(_programs_for(loop))
+            expected = src.cpu() * 2
+            assert torch.equal(x.cpu(), expected)
+            torch.testing.assert_close(torch.stack(sums).cpu(), expected.sum(0))
+        assert counts[1] <= counts[0] <= 8, (mode, counts)

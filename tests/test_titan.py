@@ -105,7 +105,7 @@ def test_assets_are_what_torchtitan_reads(assets):
 
 def test_llama3_fsdp_trains_and_compiled_matches_eager(assets):
     config = ["--module", "llama3", "--config", "llama3_debugmodel", *SMALL]
-    config += ["--training.steps", "8", "--checkpoint.no-enable"]
+    config += ["--training.steps", "5", "--checkpoint.no-enable"]
     eager = titan(assets, 2, *config)
     compiled = titan(assets, 2, *config, "--compile.enable")
     for step, (loss, tps, mfu) in eager.items():
@@ -116,30 +116,30 @@ def test_llama3_fsdp_trains_and_compiled_matches_eager(assets):
 
 def test_llama3_tensor_parallel_with_full_activation_checkpointing(assets):
     """4 ranks: FSDP over 2 x tensor parallel 2, every block recomputed in backward."""
-    config = "--module llama3 --config llama3_debugmodel --training.steps 6"
+    config = "--module llama3 --config llama3_debugmodel --training.steps 4"
     config += " --checkpoint.no-enable --parallelism.data_parallel_shard_degree 2"
     config += " --parallelism.tensor_parallel_degree 2 activation-checkpoint:full"
     assert_learns(titan(assets, 4, *SMALL, *config.split()))
 
 
 def test_qwen3_checkpoint_resume_is_exact(assets, tmp_path):
-    """Train 6 steps saving at 3 and 6; drop step 6 and train again: TorchTitan resumes
-    from step 3 (model, optimizer, data loader) and steps 4-6 repeat to the last digit."""
-    config = "--module qwen3 --config qwen3_debugmodel --training.steps 6"
-    config += f" --checkpoint.enable --checkpoint.interval 3 --dump_folder {tmp_path}"
+    """Train 4 steps saving at 2 and 4; drop step 4 and train again: TorchTitan resumes
+    from step 2 (model, optimizer, data loader) and steps 3-4 repeat to the last digit."""
+    config = "--module qwen3 --config qwen3_debugmodel --training.steps 4"
+    config += f" --checkpoint.enable --checkpoint.interval 2 --dump_folder {tmp_path}"
     whole = titan(assets, 2, *SMALL, *config.split())
     assert_learns(whole)
     checkpoints = tmp_path / "checkpoint"
-    assert sorted(os.listdir(checkpoints)) == ["step-3", "step-6"]
-    shutil.rmtree(checkpoints / "step-6")
+    assert sorted(os.listdir(checkpoints)) == ["step-2", "step-4"]
+    shutil.rmtree(checkpoints / "step-4")
     resumed = titan(assets, 2, *SMALL, *config.split())
-    assert sorted(resumed) == [4, 5, 6]
-    for step in (4, 5, 6):
+    assert sorted(resumed) == [3, 4]
+    for step in (3, 4):
         assert resumed[step][0] == whole[step][0], (whole, resumed)
 
 
 def test_qwen3_tensor_parallel_compiled(assets):
-    config = "--module qwen3 --config qwen3_debugmodel --training.steps 6 --compile.enable"
+    config = "--module qwen3 --config qwen3_debugmodel --training.steps 4 --compile.enable"
     config += " --checkpoint.no-enable --parallelism.data_parallel_shard_degree 2"
     config += " --parallelism.tensor_parallel_degree 2"
     assert_learns(titan(assets, 4, *SMALL, *config.split()))

@@ -160,9 +160,16 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
     value = builder_.broadcast_to(builder_.constant(0, type), tensor.sizes().vec());
   } else {
     hlo::Value typed = runtime::reinterpret(builder_, storage_value(state_of(tensor)), type);
-    value = runtime::read_strided(builder_, typed, view_of(tensor));
+    value = runtime::read_strided(builder_, typed, with_offset_operand(view_of(tensor)));
   }
   return builder_.convert(value, element_type(target));
+}
+
+runtime::StridedView Program::with_offset_operand(runtime::StridedView view) {
+  // Offset 0 (most tensors) stays a constant; any other offset is passed at run time, so
+  // x[i] for every i, a KV-cache write per step, a column x[:, j] ... share one program.
+  if (view.offset != 0) view.offset_operand = scalar(view.offset, c10::kLong);
+  return view;
 }
 
 hlo::Value Program::scalar(const c10::Scalar& value, c10::ScalarType type) {
@@ -198,7 +205,7 @@ void Program::write(const at::Tensor& out, const hlo::Value& value) {
     state.value = runtime::dense_storage(builder_, view, shaped);
   } else {
     hlo::Value base = runtime::reinterpret(builder_, storage_value(state), type);
-    state.value = runtime::write_strided(builder_, base, view, shaped);
+    state.value = runtime::write_strided(builder_, base, with_offset_operand(view), shaped);
   }
   state.has_value = true;
   state.written = true;

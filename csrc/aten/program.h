@@ -18,6 +18,7 @@
 
 #include "hlo/builder.h"
 #include "runtime/device_buffer.h"
+#include "runtime/strided.h"
 
 namespace tpu::aten {
 
@@ -64,6 +65,8 @@ class Program {
   void run_deferred(const std::vector<hlo::Value>& results,
                     const std::vector<StorageState*>& written);
   StorageState& state_of(const at::Tensor& tensor);
+  // `view` with a non-zero offset made a run-time operand.
+  runtime::StridedView with_offset_operand(runtime::StridedView view);
   hlo::Value storage_value(StorageState& state);
   void check_device(const at::Tensor& tensor);
 

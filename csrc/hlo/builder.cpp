@@ -494,6 +494,14 @@ Value Builder::dynamic_update_slice(const Value& operand, const Value& update,
   return emit("dynamic_update_slice", operands, operand.type);
 }
 
+Value Builder::dynamic_slice(const Value& operand, const std::vector<Value>& start_indices,
+                             const std::vector<int64_t>& sizes) {
+  std::vector<Value> operands{operand};
+  operands.insert(operands.end(), start_indices.begin(), start_indices.end());
+  return emit("dynamic_slice", operands, TensorType{operand.element(), sizes},
+              "slice_sizes = " + i64_array(sizes));
+}
+
 std::string Builder::module_text(const std::vector<Value>& results) const {
   std::string text = "module @torch_tpu {\n" + function_text("public @main", results);
   for (const Callee& callee : callees_) text += *callee.text;

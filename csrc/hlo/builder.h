@@ -113,6 +113,9 @@ class Builder {
   std::vector<Value> rng_bit_generator(const Value& state, const TensorType& type);
   Value dynamic_update_slice(const Value& operand, const Value& update,
                              const std::vector<Value>& start_indices);
+  // operand[start_indices... : + sizes] with run-time (scalar integer) starts.
+  Value dynamic_slice(const Value& operand, const std::vector<Value>& start_indices,
+                      const std::vector<int64_t>& sizes);
 
   // Calls `callee` (added to this program's module) on `operands`: func.call, which XLA
   // inlines, so the callee fuses with the ops around it.

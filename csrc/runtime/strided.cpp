@@ -43,8 +43,10 @@ bool is_box(const StridedView& view, const std::vector<int64_t>& order) {
 // Flat storage index of every element of the view, as an s64 tensor of shape sizes.
 Value flat_indices(hlo::Builder& b, const StridedView& view) {
   TensorType type{ElementType::S64, view.sizes};
-  Value index =
-      b.broadcast_to(b.constant(static_cast<double>(view.offset), ElementType::S64), view.sizes);
+  Value start = view.offset_operand.has_value()
+                    ? *view.offset_operand
+                    : b.constant(static_cast<double>(view.offset), ElementType::S64);
+  Value index = b.broadcast_to(start, view.sizes);
   for (size_t d = 0; d < view.sizes.size(); ++d) {
     if (view.sizes[d] <= 1 || view.strides[d] == 0) continue;
     Value step = b.broadcast_to(b.constant(static_cast<double>(view.strides[d]), ElementType::S64),
@@ -102,10 +104,37 @@ bool StridedView::covers_exactly(int64_t storage_elements) const {
   return expected == storage_elements;
 }
 
-Value read_strided(hlo::Builder& b, const Value& storage, const StridedView& view) {
+// [offset, offset + length) of `storage`, with the offset known when compiling or passed
+// at run time. A run-time range may reach `overhang` elements past the end (the box
+// reads below never select them): the storage is zero-padded by that much first.
+Value storage_range(hlo::Builder& b, const Value& storage, const StridedView& view, int64_t length,
+                    int64_t overhang) {
   const int64_t n = storage.dims().at(0);
+  if (!view.offset_operand.has_value()) {
+    const int64_t available = std::min(length, n - view.offset);
+    Value range = b.slice(storage, {view.offset}, {view.offset + available}, {1});
+    if (available < length) {
+      range = b.pad(range, b.constant(0, storage.element()), {0}, {length - available}, {0});
+    }
+    return range;
+  }
+  Value padded = storage;
+  if (overhang > 0) {
+    padded = b.pad(storage, b.constant(0, storage.element()), {0}, {overhang}, {0});
+  }
+  return b.dynamic_slice(padded, {*view.offset_operand}, {length});
+}
+
+Value read_strided(hlo::Builder& b, const Value& storage, const StridedView& view) {
   if (view.numel() == 0) {
     return b.broadcast_to(b.constant(0, storage.element()), view.sizes);
+  }
+  if (view.offset_operand.has_value()) {
+    if (view.is_contiguous()) {
+      return b.reshape(storage_range(b, storage, view, view.numel(), 0), view.sizes);
+    }
+    std::vector<int64_t> order = memory_order(view);
+    if (!is_box(view, order)) return b.gather_1d(storage, flat_indices(b, view));
   }
   if (view.is_contiguous()) {
     Value range = b.slice(storage, {view.offset}, {view.offset + view.numel()}, {1});
@@ -114,7 +143,7 @@ Value read_strided(hlo::Builder& b, const Value& storage, const StridedView& vie
   std::vector<int64_t> order = memory_order(view);
   if (!is_box(view, order)) return b.gather_1d(storage, flat_indices(b, view));
   if (order.empty()) {  // a single element, broadcast
-    Value one = b.reshape(b.slice(storage, {view.offset}, {view.offset + 1}, {1}), {});
+    Value one = b.reshape(storage_range(b, storage, view, 1, 0), {});
     return b.broadcast_to(one, view.sizes);
   }
   // Take the range [offset, offset + size0 * stride0) (zero-padded past the end of
@@ -122,11 +151,9 @@ Value read_strided(hlo::Builder& b, const Value& storage, const StridedView& vie
   // [size0, stride0/stride1, ..., stride_last], and keep the leading corner.
   const int64_t outer = order.front();
   const int64_t length = view.sizes[outer] * view.strides[outer];
-  const int64_t available = std::min(length, n - view.offset);
-  Value range = b.slice(storage, {view.offset}, {view.offset + available}, {1});
-  if (available < length) {
-    range = b.pad(range, b.constant(0, storage.element()), {0}, {length - available}, {0});
-  }
+  int64_t last = 0;  // the view's last element, relative to the offset
+  for (int64_t d : order) last += (view.sizes[d] - 1) * view.strides[d];
+  Value range = storage_range(b, storage, view, length, length - (last + 1));
   std::vector<int64_t> box{view.sizes[outer]};
   for (size_t i = 1; i < order.size(); ++i) {
     box.push_back(view.strides[order[i - 1]] / view.strides[order[i]]);
@@ -148,7 +175,9 @@ Value write_strided(hlo::Builder& b, const Value& storage, const StridedView& vi
   if (view.covers_exactly(n)) return dense_storage(b, view, values);
   if (view.is_contiguous()) {
     Value flat = b.reshape(values, {view.numel()});
-    Value start = b.constant(static_cast<double>(view.offset), ElementType::S64);
+    Value start = view.offset_operand.has_value()
+                      ? *view.offset_operand
+                      : b.constant(static_cast<double>(view.offset), ElementType::S64);
     return b.dynamic_update_slice(storage, flat, {start});
   }
   return b.scatter_1d(storage, flat_indices(b, view), values);

@@ -5,6 +5,7 @@
 // slice/reshape/transpose/broadcast when the view allows it, a gather or scatter
 // of computed indices otherwise.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "hlo/builder.h"
@@ -15,6 +16,9 @@ struct StridedView {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
   int64_t offset = 0;
+  // The offset as a run-time s64 scalar operand, when set: the program then serves every
+  // offset of this view shape (a loop over rows compiles once, not once per row).
+  std::optional<hlo::Value> offset_operand;
 
   int64_t numel() const;
   // Row-major contiguous (strides of size-1 dimensions are ignored).
