@@ -137,3 +137,12 @@ def test_masked_assignment_checks_shape_before_dtype():
                 a[a > -1] = torch.tensor(values).to(device)
         a[a > 1] = torch.tensor(7.5)  # a CPU value is converted, as the CPU's masked fill does
         assert a.tolist() == [0, 1, 7, 7]
+
+
+def test_in_place_abs_of_a_complex_tensor_is_refused():
+    for device in ("cpu", TPU):
+        z = torch.tensor([1 + 2j, -3j], device=device)
+        with pytest.raises(RuntimeError, match="In-place abs is not supported for complex"):
+            z.abs_()
+    x = torch.tensor([-1.5, 2.0], device=TPU)
+    assert x.abs_().tolist() == [1.5, 2.0]

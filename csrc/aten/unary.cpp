@@ -6,6 +6,7 @@
 #include <ATen/ops/empty_strided.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "aten/dtype.h"
 #include "aten/ops.h"
@@ -170,6 +171,9 @@ at::Tensor unary_functional(const char* name, UnaryLowering lowering, bool float
 
 at::Tensor& unary_in_place(const char* name, UnaryLowering lowering, bool float_op,
                            at::Tensor& self) {
+  // |z| is real: PyTorch refuses to write it into the complex input.
+  TORCH_CHECK(!(self.is_complex() && std::strcmp(name, "aten::abs_") == 0),
+              "In-place abs is not supported for complex tensors.");
   c10::ScalarType type = unary_result_type(self, float_op, lowering);
   TORCH_CHECK(at::canCast(type, self.scalar_type()), "result type ", type,
               " can't be cast to the desired output type ", self.scalar_type());
