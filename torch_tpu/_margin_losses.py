@@ -26,7 +26,7 @@ def _reduce(loss, reduction: int):
 
 def _rows(self, target, name: str):
     """(N, C) input and (N,) target, and whether the input was 1-d."""
-    if self.dim() > 2 or (self.dim() == 0 and name == "multi_margin_loss"):
+    if self.dim() > 2 or (self.dim() > 0 and self.size(-1) == 0):
         raise RuntimeError(
             f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, but "
             f"got: {list(self.shape)}"

@@ -112,7 +112,8 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
     pads = []
     for p, tail in reversed(list(zip(padding, tails))):
         pads += [p, tail]
-    padded = torch.nn.functional.pad(x, pads, value=float("-inf"))
+    lowest = float("-inf") if x.dtype.is_floating_point else torch.iinfo(x.dtype).min
+    padded = torch.nn.functional.pad(x, pads, value=lowest)
     best = None
     best_index = None
     hw = sizes[1] * sizes[2]
@@ -129,7 +130,7 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
         valid = inside[0].view(-1, 1, 1) & inside[1].view(1, -1, 1) & inside[2].view(1, 1, -1)
         index, valid = index.to(x.device), valid.to(x.device)
         if best is None:
-            best = torch.where(valid, value, torch.full_like(value, float("-inf")))
+            best = torch.where(valid, value, torch.full_like(value, lowest))
             best_index = torch.where(valid, index, torch.full_like(index, -1)).expand(
                 value.shape
             )
@@ -231,7 +232,10 @@ def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
     for offsets in itertools.product(*(range(k) for k in kernel)):
         window = _window_slices(padded, offsets, outs, stride)
         total = window.clone() if total is None else total + window
-    result = total / divisor.to(device=x.device, dtype=x.dtype)
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        result = total / divisor.to(device=x.device, dtype=x.dtype)
+    else:  # the CPU kernel divides integers, truncating
+        result = torch.div(total, divisor.to(device=x.device, dtype=x.dtype), rounding_mode="trunc")
     return result.squeeze(0) if unbatched else result
 
 
