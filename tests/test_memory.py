@@ -217,28 +217,36 @@ def test_default_capacity_is_what_mem_get_info_reports():
     assert stats["limit_bytes"] == host  # the CPU plugin reports no limit of its own
     assert stats["limit_source"] == "the host's physical memory"
     settle()
-    free, total = torch.tpu.mem_get_info()
-    assert total == host == torch.tpu.get_device_properties(0).total_memory
-    x = torch.ones(1 << 16, device=TPU)
-    free_after, _ = torch.tpu.mem_get_info()
-    assert free - free_after == x.untyped_storage().nbytes()
-    assert free_after == total - torch.tpu.memory_allocated()
+    gc.disable()  # a collection in between would free other tests' tensors
+    try:
+        free, total = torch.tpu.mem_get_info()
+        assert total == host == torch.tpu.get_device_properties(0).total_memory
+        x = torch.ones(1 << 16, device=TPU)
+        free_after, _ = torch.tpu.mem_get_info()
+        assert free - free_after == x.untyped_storage().nbytes()
+        assert free_after == total - torch.tpu.memory_allocated()
+    finally:
+        gc.enable()
 
 
 def test_allocation_beyond_capacity_raises_at_the_call_and_recovers():
     settle()
-    start = torch.tpu.memory_allocated()
-    total = torch.tpu.mem_get_info()[1]
-    too_many = total // 4 + 1  # float32 elements: one more byte-quad than the device holds
-    with pytest.raises(torch.OutOfMemoryError) as caught:
-        torch.empty(too_many, device=TPU)  # storage is lazy: the check is at allocation
-    message = str(caught.value)
-    assert message.startswith("tpu:0 out of memory. Tried to allocate ")
-    assert f"({too_many * 4} bytes)" in message
-    assert "total capacity of" in message
-    with pytest.raises(torch.OutOfMemoryError):
-        torch.zeros((2, too_many // 2 + 1), device=TPU)
-    assert torch.tpu.memory_allocated() == start  # nothing left behind
+    gc.disable()  # a collection in between would free other tests' tensors
+    try:
+        start = torch.tpu.memory_allocated()
+        total = torch.tpu.mem_get_info()[1]
+        too_many = total // 4 + 1  # float32 elements: one more byte-quad than the device holds
+        with pytest.raises(torch.OutOfMemoryError) as caught:
+            torch.empty(too_many, device=TPU)  # storage is lazy: the check is at allocation
+        message = str(caught.value)
+        assert message.startswith("tpu:0 out of memory. Tried to allocate ")
+        assert f"({too_many * 4} bytes)" in message
+        assert "total capacity of" in message
+        with pytest.raises(torch.OutOfMemoryError):
+            torch.zeros((2, too_many // 2 + 1), device=TPU)
+        assert torch.tpu.memory_allocated() == start  # nothing left behind
+    finally:
+        gc.enable()
     assert (torch.arange(4, device=TPU) * 2).tolist() == [0, 2, 4, 6]
 
 
