@@ -114,6 +114,22 @@ def _fused_adam(decoupled: bool):
     return kernel
 
 
+def _effective_grad(param, grad, compute, grad_scale, maximize, weight_decay):
+    """The gradient the fused SGD and Adagrad kernels step with: unscaled (the unscaled
+    gradient is written back, as the CPU kernels do), negated for maximize, plus weight
+    decay. Returns it and the pending (tensor, value) writes."""
+    g = grad.to(compute)
+    updates = []
+    if grad_scale is not None:
+        g = g / grad_scale.to(compute)
+        updates.append((grad, g))
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + weight_decay * param.to(compute)
+    return g, updates
+
+
 def _fused_sgd(
     params, grads, momentum_buffers, *, weight_decay, momentum, lr, dampening, nesterov,
     maximize, is_first_step, grad_scale=None, found_inf=None,
@@ -129,16 +145,9 @@ def _fused_sgd(
     with torch.no_grad():
         for i, param in enumerate(params):
             compute = torch.float32 if param.dtype in _LOW_PRECISION else param.dtype
-            grad = grads[i]
-            g = grad.to(compute)
-            updates = []
-            if grad_scale is not None:
-                g = g / grad_scale.to(compute)
-                updates.append((grad, g))
-            if maximize:
-                g = -g
-            if weight_decay != 0:
-                g = g + weight_decay * param.to(compute)
+            g, updates = _effective_grad(
+                param, grads[i], compute, grad_scale, maximize, weight_decay
+            )
             if momentum != 0:
                 buffer = momentum_buffers[i]
                 if is_first_step:
@@ -166,16 +175,9 @@ def _fused_adagrad(
     with torch.no_grad():
         for i, param in enumerate(params):
             compute = torch.float32 if param.dtype in _LOW_PRECISION else param.dtype
-            grad = grads[i]
-            g = grad.to(compute)
-            updates = []
-            if grad_scale is not None:
-                g = g / grad_scale.to(compute)
-                updates.append((grad, g))
-            if maximize:
-                g = -g
-            if weight_decay != 0:
-                g = g + weight_decay * param.to(compute)
+            g, updates = _effective_grad(
+                param, grads[i], compute, grad_scale, maximize, weight_decay
+            )
             total = state_sums[i].to(compute) + g * g
             updates.append((state_sums[i], total))
             step = state_steps[i].to(device=param.device, dtype=compute)

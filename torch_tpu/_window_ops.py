@@ -16,13 +16,9 @@ import math
 
 import torch
 
+from torch_tpu._composite_ops import _into
+
 _library = torch.library.Library("aten", "IMPL")
-
-
-def _into(out, result):
-    if out.shape != result.shape:
-        out.resize_(result.shape)
-    return out.copy_(result)
 
 
 def _triple(values, name: str, default=None) -> list[int]:
