@@ -215,6 +215,14 @@ void Program::run() {
   translating_out_of_memory(device_, [this] { run_now(); });
 }
 
+void Program::run_collective(const std::string& compile_options, int launch_id) {
+  compile_options_ = &compile_options;
+  launch_id_ = launch_id;
+  if (device_ >= 0) runtime::Runtime::get().deferred_graph(device_).flush();
+  run();
+  compile_options_ = nullptr;
+}
+
 void Program::run_now() {
   std::vector<hlo::Value> results;
   std::vector<StorageState*> written;
@@ -224,13 +232,16 @@ void Program::run_now() {
     written.push_back(&state);
   }
   if (results.empty()) return;
-  if (eager_mode() == EagerMode::DeferAndFuse) {
+  if (eager_mode() == EagerMode::DeferAndFuse && compile_options_ == nullptr) {
     run_deferred(results, written);
     return;
   }
   runtime::Runtime& rt = runtime::Runtime::get();
   const pjrt::Client& client = rt.client();
-  auto executable = rt.programs().get(builder_.module_text(results), op_name_);
+  auto executable =
+      compile_options_ == nullptr
+          ? rt.programs().get(builder_.module_text(results), op_name_)
+          : rt.programs().get(builder_.module_text(results), op_name_, *compile_options_);
 
   std::vector<pjrt::BufferPtr> inputs;
   std::vector<PJRT_Buffer*> arguments;
@@ -244,7 +255,8 @@ void Program::run_now() {
     arguments.push_back(inputs.back()->get());
   }
   runtime::ProfiledRun profiled(op_name_, device_);  // torch.profiler: the op's device time
-  std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments, client.device(device_));
+  std::vector<pjrt::BufferPtr> outputs =
+      executable->execute(arguments, client.device(device_), launch_id_);
   profiled.done(outputs);
   rt.retire(std::move(inputs), outputs.front());
   runtime::metrics().count_execution();

@@ -47,6 +47,13 @@ class Program {
   // computed asynchronously. In defer_and_fuse mode the program is recorded into
   // the device's pending graph instead.
   void run();
+  // Runs this program as one participant of a collective: compiled with
+  // `compile_options` (replicated over the group's devices, see
+  // pjrt::replicated_compile_options) and launched with `launch_id`, which every
+  // participant of this collective passes. It runs at once in every eager mode (after the
+  // device's pending defer_and_fuse graph, whose results it may read): each collective is
+  // its own program, so ranks that fuse differently can never deadlock.
+  void run_collective(const std::string& compile_options, int launch_id);
 
  private:
   struct StorageState {
@@ -71,6 +78,8 @@ class Program {
   void check_device(const at::Tensor& tensor);
 
   const char* op_name_;
+  const std::string* compile_options_ = nullptr;  // set by run_collective
+  int launch_id_ = 0;
   hlo::Builder builder_;
   int device_ = -1;
   std::vector<StorageState> storages_;

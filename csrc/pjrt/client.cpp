@@ -41,6 +41,32 @@ std::string portable_compile_options() {
   return options + build + std::string("\x20\x01", 2);
 }
 
+std::string replicated_compile_options(const std::vector<int64_t>& device_ids) {
+  // DeviceAssignmentProto: replica_count (1), computation_count (2) = 1,
+  // computation_devices (3) { replica_device_ids (1): the devices, packed }.
+  std::string ids;
+  for (int64_t id : device_ids) append_varint(&ids, static_cast<uint64_t>(id));
+  std::string computation("\x0a", 1);
+  append_varint(&computation, ids.size());
+  computation += ids;
+  std::string assignment("\x08", 1);
+  append_varint(&assignment, device_ids.size());
+  assignment += std::string("\x10\x01\x1a", 3);
+  append_varint(&assignment, computation.size());
+  assignment += computation;
+  // ExecutableBuildOptionsProto: num_replicas (4), num_partitions (5) = 1,
+  // device_assignment (9).
+  std::string build("\x20", 1);
+  append_varint(&build, device_ids.size());
+  build += std::string("\x28\x01\x4a", 3);
+  append_varint(&build, assignment.size());
+  build += assignment;
+  // CompileOptionsProto: executable_build_options (3); compile_portable_executable unset.
+  std::string options("\x1a", 1);
+  append_varint(&options, build.size());
+  return options + build;
+}
+
 Client::Client(std::shared_ptr<const Plugin> plugin, const std::vector<CreateOption>& options)
     : plugin_(std::move(plugin)) {
   const PJRT_Api* api = plugin_->api();
@@ -163,6 +189,11 @@ BufferPtr Client::buffer_aliasing_host(const void* data, PJRT_Buffer_Type type,
 }
 
 std::unique_ptr<Executable> Client::compile(const std::string& mlir) const {
+  return compile(mlir, portable_compile_options());
+}
+
+std::unique_ptr<Executable> Client::compile(const std::string& mlir,
+                                            const std::string& options) const {
   const PJRT_Api* api = plugin_->api();
   static const char kFormat[] = "mlir";
   auto program = PJRT_ARGS(PJRT_Program);
@@ -170,7 +201,6 @@ std::unique_ptr<Executable> Client::compile(const std::string& mlir) const {
   program.code_size = mlir.size();
   program.format = kFormat;
   program.format_size = sizeof(kFormat) - 1;
-  std::string options = portable_compile_options();
   auto args = PJRT_ARGS(PJRT_Client_Compile_Args);
   args.client = client_;
   args.program = &program;

@@ -56,6 +56,9 @@ class Client {
   // Compiles StableHLO (MLIR text) into a portable executable: one that runs on
   // whichever single device Executable::execute names.
   std::unique_ptr<Executable> compile(const std::string& mlir) const;
+  // Compiles with serialized xla.CompileOptionsProto `options` (e.g.
+  // replicated_compile_options for a program of collectives).
+  std::unique_ptr<Executable> compile(const std::string& mlir, const std::string& options) const;
   // Loads bytes from Executable::serialize(); throws Error if they do not fit this plugin.
   std::unique_ptr<Executable> deserialize(const std::string& bytes) const;
 
@@ -80,5 +83,10 @@ class Client {
 // device is chosen at execution). The CPU plugin aborts on empty options, so every
 // compile goes through this.
 std::string portable_compile_options();
+
+// Serialized xla.CompileOptionsProto for a program replicated over `device_ids` (PJRT
+// device ids, replica r on device_ids[r]), one partition, not portable: the program of
+// a collective, which each rank launches on its own device of the assignment.
+std::string replicated_compile_options(const std::vector<int64_t>& device_ids);
 
 }  // namespace tpu::pjrt

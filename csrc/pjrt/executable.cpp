@@ -45,9 +45,10 @@ Executable::~Executable() {
 }
 
 std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& inputs,
-                                           PJRT_Device* device) const {
+                                           PJRT_Device* device, int launch_id) const {
   const PJRT_Api* api = plugin_->api();
   auto options = PJRT_ARGS(PJRT_ExecuteOptions);
+  options.launch_id = launch_id;
   std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
   PJRT_Buffer* const* argument_list = inputs.data();
   PJRT_Buffer** output_list = outputs.data();

@@ -20,8 +20,10 @@ class Executable {
   // Enqueues one run on `device` (where the inputs must live) and returns its
   // outputs at once; they become ready asynchronously. Inputs are only read, except
   // those the program declares donated, which are consumed.
-  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& inputs,
-                                 PJRT_Device* device) const;
+  // `launch_id` identifies one run of a replicated program across its devices: every
+  // participant of one collective passes the same id (PJRT_ExecuteOptions.launch_id).
+  std::vector<BufferPtr> execute(const std::vector<PJRT_Buffer*>& inputs, PJRT_Device* device,
+                                 int launch_id = 0) const;
 
   // The compiled program as bytes that deserialize() turns back into an executable
   // with the same plugin build.

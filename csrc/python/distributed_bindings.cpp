@@ -9,6 +9,7 @@
 
 #include "distributed/host_staging_engine.h"
 #include "distributed/tpu_backend.h"
+#include "distributed/xla_collective_engine.h"
 
 namespace py = pybind11;
 
@@ -18,13 +19,21 @@ void register_distributed_bindings(py::module& m) {
   py::module d = m.def_submodule("_distributed", "torch_tpu's c10d backend");
   d.def(
       "create_backend",
-      [](c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size,
-         bool check_agreement) -> c10::intrusive_ptr<c10d::Backend> {
-        auto engine = std::make_unique<distributed::HostStagingEngine>(gloo, rank, size);
+      [](c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, bool check_agreement,
+         std::vector<int64_t> xla_device_ids, int device) -> c10::intrusive_ptr<c10d::Backend> {
+        std::unique_ptr<distributed::CollectiveEngine> engine =
+            std::make_unique<distributed::HostStagingEngine>(gloo, rank, size);
+        // With the group's device ids, tpu tensors take XLA collectives; the gloo engine
+        // stays for cpu tensors and what has no XLA collective.
+        if (!xla_device_ids.empty()) {
+          engine = std::make_unique<distributed::XlaCollectiveEngine>(
+              std::move(engine), rank, size, device, std::move(xla_device_ids));
+        }
         return c10::make_intrusive<distributed::TpuBackend>(std::move(engine), rank, size,
                                                             check_agreement);
       },
       py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("check_agreement") = true,
+      py::arg("xla_device_ids") = std::vector<int64_t>{}, py::arg("device") = -1,
       py::call_guard<py::gil_scoped_release>());
   d.def("engine_name", [](const c10::intrusive_ptr<c10d::Backend>& backend) -> std::string {
     auto* tpu_backend = dynamic_cast<distributed::TpuBackend*>(backend.get());

@@ -30,10 +30,32 @@ ProgramCache::ProgramCache(const pjrt::Client& client)
 
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
                                                     const std::string& label) {
+  return get_keyed(program, program, label, "");
+}
+
+std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
+                                                    const std::string& label,
+                                                    const std::string& compile_options) {
+  if (compile_options.empty()) return get(program, label);
+  // An MLIR comment, so the key is still the text of a valid module (dumps stay usable).
+  static const char kHex[] = "0123456789abcdef";
+  std::string key = program + "\n// compile options: ";
+  for (unsigned char c : compile_options) {
+    key.push_back(kHex[c >> 4]);
+    key.push_back(kHex[c & 15]);
+  }
+  key.push_back('\n');
+  return get_keyed(key, program, label, compile_options);
+}
+
+std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key,
+                                                          const std::string& program,
+                                                          const std::string& label,
+                                                          const std::string& compile_options) {
   std::shared_ptr<DiskCache> disk;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto found = programs_.find(program);
+    auto found = programs_.find(key);
     if (found != programs_.end()) {
       metrics().count_cache_hit();
       recent_.splice(recent_.begin(), recent_, found->second.recent);
@@ -41,18 +63,18 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
     }
     disk = disk_;
   }
-  dump_program(program, label);
+  dump_program(key, label);
   std::shared_ptr<pjrt::Executable> executable;
   std::string rejected;
   if (disk != nullptr) {
-    DiskLookup found = disk->load(program);
+    DiskLookup found = disk->load(key);
     if (found.status == DiskLookup::Status::Hit) {
       try {
         executable = client_.deserialize(found.payload);
-        disk->mark_used(program);
+        disk->mark_used(key);
       } catch (const std::exception& error) {
         // Intact bytes the plugin still refuses (e.g. a plugin rebuilt in place).
-        disk->reject(program);
+        disk->reject(key);
         rejected = std::string("the plugin cannot load it: ") + error.what();
       }
     } else if (found.status == DiskLookup::Status::Rejected) {
@@ -60,10 +82,10 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
     }
   }
   if (executable == nullptr) {
-    executable = compile(program, label, rejected);
+    executable = compile(program, label, rejected, compile_options);
     if (disk != nullptr) {
       try {
-        disk->store(program, executable->serialize());
+        disk->store(key, executable->serialize());
       } catch (const std::exception& error) {
         // A plugin that cannot serialize still runs everything; it just recompiles.
         static std::atomic<bool> warned{false};
@@ -75,7 +97,7 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  auto [entry, added] = programs_.try_emplace(program, Entry{executable, {}});
+  auto [entry, added] = programs_.try_emplace(key, Entry{executable, {}});
   if (!added) return entry->second.executable;  // another thread loaded it meanwhile
   recent_.push_front(&entry->first);
   entry->second.recent = recent_.begin();
@@ -101,10 +123,13 @@ void ProgramCache::set_max_programs(size_t count) {
 
 std::shared_ptr<pjrt::Executable> ProgramCache::compile(const std::string& program,
                                                         const std::string& label,
-                                                        const std::string& rejected) {
+                                                        const std::string& rejected,
+                                                        const std::string& compile_options) {
   std::string why = RecompileLog::enabled() ? log_.explain(label, program) : "";
   auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<pjrt::Executable> executable = client_.compile(program);
+  std::shared_ptr<pjrt::Executable> executable = compile_options.empty()
+                                                     ? client_.compile(program)
+                                                     : client_.compile(program, compile_options);
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   metrics().count_compile(elapsed.count());
   if (!why.empty()) {

@@ -30,6 +30,10 @@ class ProgramCache {
   // Returns the executable for `program`, loading or compiling it on first use.
   // `label` (an op or graph name) only serves the recompile log.
   std::shared_ptr<pjrt::Executable> get(const std::string& program, const std::string& label = "");
+  // The same for a program compiled with its own xla.CompileOptionsProto (a replicated
+  // collective): the options are part of its key, in memory and on disk.
+  std::shared_ptr<pjrt::Executable> get(const std::string& program, const std::string& label,
+                                        const std::string& compile_options);
   size_t size();
   // Forgets the compiled programs held in memory (the disk cache is kept).
   void clear();
@@ -45,7 +49,13 @@ class ProgramCache {
   // Compiles `program` (a disk miss), logging why if asked; `rejected` says why a disk
   // entry could not be used, if one was found.
   std::shared_ptr<pjrt::Executable> compile(const std::string& program, const std::string& label,
-                                            const std::string& rejected);
+                                            const std::string& rejected,
+                                            const std::string& compile_options);
+  // get() of `key`: the program text, followed by a comment naming its compile options
+  // when they are not the portable default.
+  std::shared_ptr<pjrt::Executable> get_keyed(const std::string& key, const std::string& program,
+                                              const std::string& label,
+                                              const std::string& compile_options);
 
   const pjrt::Client& client_;
   std::mutex mutex_;

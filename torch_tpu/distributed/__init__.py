@@ -10,7 +10,21 @@ torchrun each rank uses its own device (``tpu:LOCAL_RANK``).
 >>> t = torch.ones(4, device="tpu")
 >>> dist.all_reduce(t)  # doctest: +SKIP
 
-On the CPU platform the transport is gloo: device data is staged through host memory.
+Two collective engines move tpu tensors (``engine_name()`` says which serves a group):
+
+- ``"xla"``: XLA collectives. Each collective is a small StableHLO program replicated over
+  the group's devices, which every rank launches on its own device; the plugin moves
+  the data device to device. On the CPU plugin it serves ranks that share one process
+  (one thread per rank, each on its own device: ``torch_tpu.distributed.testing``).
+- ``"host_staging(gloo)"``: device data staged through host memory and reduced by gloo.
+  Ranks in separate processes use it on every platform today (the multi-process PJRT
+  client that would give them XLA collectives is not built yet), and the xla engine
+  hands it cpu tensors and what has no XLA collective (barrier, gather, scatter,
+  send/recv, all_to_all with uneven splits).
+
+``TORCH_TPU_COLLECTIVES`` chooses: ``auto`` (default: xla where every rank of the group
+is in this process on a device of its own, otherwise host staging), ``xla`` (an error
+where it cannot serve the group) or ``host``.
 ``TORCH_TPU_DIST_CHECK=0`` skips the per-collective agreement check (a small exchange
 that turns mismatched shapes, dtypes or collectives across ranks into an error instead
 of a hang or a crash inside gloo).
@@ -27,20 +41,68 @@ from torch_tpu import _C
 
 BACKEND_NAMES = ("tpu", "tpu_dist")
 
-__all__ = ["BACKEND_NAMES", "engine_name", "is_tpu_backend"]
+__all__ = ["BACKEND_NAMES", "ENGINES", "engine_name", "is_tpu_backend"]
 
 
 def _check_agreement() -> bool:
     return os.environ.get("TORCH_TPU_DIST_CHECK", "1").strip() not in ("0", "false", "off")
 
 
+ENGINES = ("auto", "xla", "host")
+
+
+def _engine_choice() -> str:
+    text = os.environ.get("TORCH_TPU_COLLECTIVES", "").strip().lower() or "auto"
+    if text not in ENGINES:
+        raise ValueError(f"TORCH_TPU_COLLECTIVES={text!r}: expected one of {', '.join(ENGINES)}")
+    return text
+
+
+def _xla_devices(gloo, rank: int, size: int) -> tuple[list[int], int, str]:
+    """The PJRT device id of every rank of the group and this rank's device index, or
+    ([], -1, why) when XLA collectives cannot join the group's ranks."""
+    device = _C._current_device()
+    mine = torch.tensor(
+        [os.getpid(), device, _C._device_properties(device)["id"]], dtype=torch.int64
+    )
+    everyone = [torch.empty_like(mine) for _ in range(size)]
+    gloo.allgather([everyone], [mine]).wait()
+    pids = {int(r[0]) for r in everyone}
+    if len(pids) > 1:
+        return (
+            [],
+            -1,
+            (
+                "the group's ranks are in separate processes: XLA collectives across "
+                "processes need the multi-process PJRT client, which torch_tpu does not "
+                "create yet"
+            ),
+        )
+    devices = [int(r[2]) for r in everyone]
+    if len(set(devices)) < size:
+        return (
+            [],
+            -1,
+            (
+                f"ranks share devices (device ids by rank: {devices}): give each rank its "
+                "own device with torch.tpu.set_device before init_process_group"
+            ),
+        )
+    return devices, device, ""
+
+
 def _create_backend(options, backend_options=None):
     """c10d's creator (extended API): one call per process group, DeviceMesh dims included."""
     store = dist.PrefixStore("torch_tpu/gloo/", options.store)
-    gloo = dist.ProcessGroupGloo(store, options.group_rank, options.group_size, options.timeout)
-    return _C._distributed.create_backend(
-        gloo, options.group_rank, options.group_size, _check_agreement()
-    )
+    rank, size = options.group_rank, options.group_size
+    gloo = dist.ProcessGroupGloo(store, rank, size, options.timeout)
+    choice = _engine_choice()
+    device_ids, device = [], -1
+    if choice == "xla" or (choice == "auto" and size > 1):
+        device_ids, device, why_not = _xla_devices(gloo, rank, size)
+        if not device_ids and choice == "xla":
+            raise RuntimeError(f"TORCH_TPU_COLLECTIVES=xla cannot serve this group: {why_not}")
+    return _C._distributed.create_backend(gloo, rank, size, _check_agreement(), device_ids, device)
 
 
 def engine_name(group: dist.ProcessGroup | None = None) -> str:

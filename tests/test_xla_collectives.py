@@ -1,0 +1,252 @@
+"""The xla collective engine, run for real by the CPU plugin: one thread per rank, each on
+its own device (torch_tpu.distributed.testing.run_threaded). Every collective is checked
+against the value computed in one process, and against the gloo engine's result."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import torch_tpu.distributed
+from torch_tpu.distributed.testing import run_threaded
+
+WORLD = 4
+
+pytestmark = pytest.mark.skipif(
+    torch.tpu.device_count() < WORLD, reason="needs 4 tpu devices (TORCH_TPU_CPU_DEVICES)"
+)
+
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.bfloat16,
+    torch.float16,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
+]
+
+
+def rank_values(rank: int, dtype: torch.dtype, shape=(3, 5)) -> torch.Tensor:
+    """Small distinct values per rank (no overflow in a product of four)."""
+    g = torch.Generator().manual_seed(1234 + rank)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_complex:
+        return torch.randn(shape, dtype=dtype, generator=g)
+    if dtype.is_floating_point:
+        return (torch.randn(shape, generator=g) * 2).to(dtype)
+    low = 0 if dtype == torch.uint8 else -3
+    return torch.randint(low, 4, shape, generator=g).to(dtype)
+
+
+def with_engine(monkeypatch, engine: str, fn, *args):
+    monkeypatch.setenv("TORCH_TPU_COLLECTIVES", engine)
+    return run_threaded(fn, WORLD, *args)
+
+
+def fold(op: str, values: list[torch.Tensor]) -> torch.Tensor:
+    """The reduction in one process (float16/bfloat16 in float32, rounded at the end)."""
+    dtype = values[0].dtype
+    wide = [v.float() if dtype in (torch.float16, torch.bfloat16) else v for v in values]
+    if dtype == torch.bool:
+        wide = [v.to(torch.uint8) for v in values]
+    out = wide[0].clone()
+    for v in wide[1:]:
+        if op in ("sum", "avg"):
+            out = out + v
+        elif op == "product":
+            out = out * v
+        elif op == "min":
+            out = torch.minimum(out, v)
+        elif op == "max":
+            out = torch.maximum(out, v)
+        elif op == "band":
+            out = out & v
+        elif op == "bor":
+            out = out | v
+        elif op == "bxor":
+            out = out ^ v
+    if op == "avg":
+        if dtype.is_floating_point or dtype.is_complex:
+            out = out / len(values)
+        else:  # integers round toward zero, as NCCL's average does
+            out = torch.div(out, len(values), rounding_mode="trunc")
+    if dtype == torch.bool:
+        out = out != 0
+    return out.to(dtype)
+
+
+def assert_close(actual, expected, dtype):
+    if dtype in (torch.float16, torch.bfloat16):
+        torch.testing.assert_close(actual.float(), expected.float(), rtol=2e-2, atol=2e-2)
+    elif dtype.is_floating_point or dtype.is_complex:
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+    else:
+        assert torch.equal(actual, expected), (actual, expected)
+
+
+REDUCE_OPS = {
+    "sum": dist.ReduceOp.SUM,
+    "avg": dist.ReduceOp.AVG,
+    "product": dist.ReduceOp.PRODUCT,
+    "min": dist.ReduceOp.MIN,
+    "max": dist.ReduceOp.MAX,
+    "band": dist.ReduceOp.BAND,
+    "bor": dist.ReduceOp.BOR,
+    "bxor": dist.ReduceOp.BXOR,
+}
+
+
+def ops_for(dtype):
+    ops = ["sum", "avg", "product", "min", "max"]
+    if dtype.is_complex:
+        return ["sum", "avg"]
+    if dtype == torch.bool:
+        ops.remove("avg")
+    if not dtype.is_floating_point:
+        ops += ["band", "bor", "bxor"]
+    return ops
+
+
+def all_reduce_every_op(rank, dtype):
+    results = {}
+    for op in ops_for(dtype):
+        t = rank_values(rank, dtype).to(f"tpu:{rank}")
+        dist.all_reduce(t, op=REDUCE_OPS[op])
+        results[op] = t.cpu()
+    return results, torch_tpu.distributed.engine_name()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_all_reduce_every_op_and_dtype(monkeypatch, dtype):
+    xla = with_engine(monkeypatch, "xla", all_reduce_every_op, dtype)
+    gloo = with_engine(monkeypatch, "host", all_reduce_every_op, dtype)
+    assert {engine for _, engine in xla} == {"xla"}
+    assert {engine for _, engine in gloo} == {"host_staging(gloo)"}
+    inputs = [rank_values(r, dtype) for r in range(WORLD)]
+    for op in ops_for(dtype):
+        expected = fold(op, inputs)
+        for rank in range(WORLD):
+            assert_close(xla[rank][0][op], expected, dtype)
+            assert_close(xla[rank][0][op], gloo[rank][0][op], dtype)
+
+
+def movement(rank, dtype):
+    """all_gather (tensor and list), reduce_scatter, all_to_all, broadcast, reduce."""
+    device = f"tpu:{rank}"
+    out = {}
+    x = rank_values(rank, dtype, (2, 3)).to(device)
+    gathered = torch.empty((WORLD * 2, 3), dtype=dtype, device=device)
+    dist.all_gather_into_tensor(gathered, x)
+    out["all_gather_into_tensor"] = gathered.cpu()
+    pieces = [torch.empty_like(x) for _ in range(WORLD)]
+    dist.all_gather(pieces, x)
+    out["all_gather"] = torch.cat([p.cpu() for p in pieces])
+    if dtype != torch.bool:
+        big = rank_values(rank, dtype, (WORLD * 2, 3)).to(device)
+        scattered = torch.empty((2, 3), dtype=dtype, device=device)
+        dist.reduce_scatter_tensor(scattered, big)
+        out["reduce_scatter"] = scattered.cpu()
+    a2a_in = rank_values(rank, dtype, (WORLD * 2, 3)).to(device)
+    a2a_out = torch.empty_like(a2a_in)
+    dist.all_to_all_single(a2a_out, a2a_in)
+    out["all_to_all"] = a2a_out.cpu()
+    b = rank_values(rank, dtype, (5,)).to(device)
+    dist.broadcast(b, src=2)
+    out["broadcast"] = b.cpu()
+    if dtype != torch.bool:
+        r = rank_values(rank, dtype, (4,)).to(device)
+        dist.reduce(r, dst=1)
+        out["reduce"] = r.cpu()
+    return out
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.bfloat16, torch.int32, torch.bool, torch.complex64, torch.uint8],
+    ids=str,
+)
+def test_data_movement_collectives(monkeypatch, dtype):
+    xla = with_engine(monkeypatch, "xla", movement, dtype)
+    gloo = with_engine(monkeypatch, "host", movement, dtype)
+    for rank in range(WORLD):
+        got = xla[rank]
+        assert set(got) == set(gloo[rank])
+        gathered = torch.cat([rank_values(r, dtype, (2, 3)) for r in range(WORLD)])
+        assert torch.equal(got["all_gather_into_tensor"], gathered)
+        assert torch.equal(got["all_gather"], gathered)
+        blocks = [rank_values(r, dtype, (WORLD * 2, 3)) for r in range(WORLD)]
+        assert torch.equal(
+            got["all_to_all"], torch.cat([blk[2 * rank : 2 * rank + 2] for blk in blocks])
+        )
+        assert torch.equal(got["broadcast"], rank_values(2, dtype, (5,)))
+        if "reduce_scatter" in got:
+            expected = fold("sum", blocks)[2 * rank : 2 * rank + 2]
+            assert_close(got["reduce_scatter"], expected, dtype)
+        if "reduce" in got:
+            mine = rank_values(rank, dtype, (4,))
+            expected = fold("sum", [rank_values(r, dtype, (4,)) for r in range(WORLD)])
+            assert_close(got["reduce"], expected if rank == 1 else mine, dtype)
+        for name, value in got.items():
+            assert_close(value, gloo[rank][name], dtype)
+
+
+def views_and_odd_cases(rank):
+    device = f"tpu:{rank}"
+    base = torch.arange(30.0).reshape(5, 6).to(device) * (rank + 1)
+    view = base.t()[1:4]  # non-contiguous, offset: gloo reduces such a CPU view wrongly
+    dist.all_reduce(view, op=dist.ReduceOp.MAX)
+    # A tensor on another device than the rank's: moved there and back.
+    other = torch.full((3,), float(rank), device=f"tpu:{(rank + 1) % WORLD}")
+    dist.all_reduce(other)
+    empty = torch.empty(0, device=device)
+    dist.all_reduce(empty)
+    # Uneven all_to_all splits go to the control engine.
+    in_splits = [r + 1 for r in range(WORLD)]
+    out_splits = [rank + 1] * WORLD
+    a2a_in = torch.cat([torch.full((s,), 10.0 * rank + r) for r, s in enumerate(in_splits)])
+    a2a_out = torch.empty(sum(out_splits), device=device)
+    dist.all_to_all_single(a2a_out, a2a_in.to(device), out_splits, in_splits)
+    premul = torch.full((2,), float(rank + 1), device=device)
+    dist.all_reduce(premul, op=dist._make_nccl_premul_sum(0.5))
+    cpu = torch.full((2,), float(rank))
+    dist.all_reduce(cpu)
+    return base.cpu(), other.cpu(), other.device, a2a_out.cpu(), premul.cpu(), cpu
+
+
+def test_views_other_devices_uneven_splits_premul_and_cpu_tensors():
+    results = run_threaded(views_and_odd_cases, WORLD)
+    for rank, (base, other, other_device, a2a, premul, cpu) in enumerate(results):
+        expected = torch.arange(30.0).reshape(5, 6) * (rank + 1)
+        expected.t()[1:4] = (torch.arange(30.0).reshape(5, 6) * WORLD).t()[1:4]
+        assert torch.equal(base, expected)
+        assert torch.equal(other, torch.full((3,), 6.0))
+        assert other_device == torch.device("tpu", (rank + 1) % WORLD)
+        assert torch.equal(
+            a2a, torch.cat([torch.full((rank + 1,), 10.0 * r + rank) for r in range(WORLD)])
+        )
+        assert torch.equal(premul, torch.full((2,), 5.0))
+        assert torch.equal(cpu, torch.full((2,), 6.0))
+
+
+def test_explicit_xla_engine_refuses_ranks_sharing_a_device(monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_COLLECTIVES", "xla")
+
+    def shared_device(rank):
+        torch.tpu.set_device(0)
+        dist.new_group(list(range(WORLD)))
+
+    with pytest.raises(RuntimeError, match="ranks share devices"):
+        run_threaded(shared_device, WORLD)
+
+
+def test_unknown_engine_name_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_COLLECTIVES", "nccl")
+    with pytest.raises(ValueError, match="TORCH_TPU_COLLECTIVES='nccl'"):
+        run_threaded(lambda rank: None, 2)

@@ -1,0 +1,261 @@
+"""Device meshes laid out on the physical torus, so that mesh axes are chip rings.
+
+TPU chips are wired as a torus (v4/v5p: 3-d, wrap-around links on full axes; v5e/v6e:
+2-d). A collective along a mesh axis is fastest when consecutive ranks on that axis are
+physical neighbours and the last is a neighbour of the first: a ring all_reduce then
+uses one link per step and no hop crosses other chips' traffic. ``topology_aware_mesh``
+orders the ranks that way for the innermost mesh axis, then tiles the torus with those
+rings for the outer axes, and keeps each slice of a multi-slice job (ranks joined by the
+data-centre network, DCN) in one contiguous block of the mesh.
+
+>>> mesh = topology_aware_mesh((2, 8))  # doctest: +SKIP
+>>> DeviceMesh("tpu", mesh, mesh_dim_names=("dp", "tp"))  # doctest: +SKIP
+
+Coordinates come from each rank's PJRT device attributes (``coords``, ``core_on_chip``,
+``slice_index``) where the plugin reports them. The CPU platform has none:
+``TORCH_TPU_TOPOLOGY`` (``4x4``, ``4x4x4``, ``2,2,1``...) then describes a torus, and
+rank r gets the coordinates of device r of it (x fastest, as TPU device ids go).
+Without it the ranks form one ring.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Sequence
+
+import torch
+
+__all__ = [
+    "mesh_from_coordinates",
+    "parse_topology",
+    "ring_all_reduce_seconds",
+    "topology_aware_mesh",
+    "torus_distance",
+]
+
+Coord = tuple[int, ...]
+
+
+def parse_topology(text: str) -> tuple[int, ...]:
+    """``"4x4x4"`` or ``"2,2,1"`` -> (4, 4, 4) / (2, 2, 1)."""
+    parts = text.replace(",", "x").lower().split("x")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        dims = ()
+    if not dims or any(d < 1 for d in dims):
+        raise ValueError(
+            f"TORCH_TPU_TOPOLOGY={text!r}: expected chip counts per axis such as 4x4 or 2,2,1"
+        )
+    return dims
+
+
+def torus_distance(a: Coord, b: Coord, torus: Sequence[int]) -> int:
+    """Hops between two chips of a torus (wrap-around links on every axis)."""
+    return sum(min(abs(x - y), t - abs(x - y)) for x, y, t in zip(a, b, torus))
+
+
+def _snake(dims: Sequence[int]) -> list[Coord]:
+    """Every point of the grid ``dims`` once, consecutive points adjacent (boustrophedon)."""
+    if not dims:
+        return [()]
+    inner = _snake(dims[1:])
+    path = []
+    for i in range(dims[0]):
+        for p in inner if i % 2 == 0 else reversed(inner):
+            path.append((i, *p))
+    return path
+
+
+def _cycle(block: Sequence[int], torus: Sequence[int]) -> list[Coord] | None:
+    """A ring through every point of ``block`` (an extent per torus axis) whose
+    consecutive points, last to first included, are torus neighbours; None if the block
+    has none."""
+    used = [i for i, d in enumerate(block) if d > 1]
+    size = math.prod(block)
+
+    def point(values: dict[int, int]) -> Coord:
+        return tuple(values.get(i, 0) for i in range(len(block)))
+
+    if size == 1:
+        return [point({})]
+    if len(used) == 1:
+        (axis,) = used
+        # A whole axis closes through its wrap-around link; two chips are a ring anyway.
+        if block[axis] == torus[axis] or block[axis] == 2:
+            return [point({axis: i}) for i in range(block[axis])]
+        return None
+    rows_axis = next((i for i in used if block[i] % 2 == 0), None)
+    if rows_axis is None:
+        return None
+    cols_axes = [i for i in used if i != rows_axis]
+    cols = _snake([block[i] for i in cols_axes])  # the comb's columns, a path
+    rows = block[rows_axis]
+    # The comb: row 0 along columns 1.., down and back through columns 1.. row by row,
+    # then home up column 0 (rows even, so the last row ends beside column 0).
+    order: list[tuple[int, int]] = []
+    for r in range(rows):
+        span = range(1, len(cols)) if r % 2 == 0 else range(len(cols) - 1, 0, -1)
+        order.extend((r, c) for c in span)
+    order.extend((r, 0) for r in range(rows - 1, -1, -1))
+    ring = []
+    for r, c in order:
+        values = {rows_axis: r}
+        values.update(zip(cols_axes, cols[c]))
+        ring.append(point(values))
+    return ring
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _ring_block(torus: Sequence[int], size: int) -> tuple[tuple[int, ...], list[Coord]]:
+    """The block of the torus (an extent per axis, each dividing the axis) that holds a
+    ring of ``size`` chips, and that ring. Prefers one whole axis, then few axes, then
+    whole axes (their wrap-around links stay inside the ring)."""
+    candidates = []
+    for block in itertools.product(*(_divisors(t) for t in torus)):
+        if math.prod(block) != size:
+            continue
+        used = sum(d > 1 for d in block)
+        partial = sum(1 < d < t for d, t in zip(block, torus))
+        candidates.append(((used, partial), block))
+    for _, block in sorted(candidates):
+        ring = _cycle(block, torus)
+        if ring is not None:
+            return block, ring
+    raise ValueError(
+        f"no ring of {size} chips fits the torus {'x'.join(map(str, torus))}: a mesh axis "
+        "must be a whole torus axis, two chips, or an even block of the torus"
+    )
+
+
+def _layout(torus: Sequence[int], mesh_shape: Sequence[int]) -> list:
+    """Nested lists shaped ``mesh_shape`` of torus coordinates."""
+    block, ring = _ring_block(torus, mesh_shape[-1])
+    tiles = tuple(t // b for t, b in zip(torus, block))
+    if len(mesh_shape) == 1:
+        return [list(p) for p in ring]
+    outer = _layout(tiles, mesh_shape[:-1])
+
+    def expand(node):
+        if node and isinstance(node[0], list):
+            return [expand(n) for n in node]
+        return [[o * b + p for o, b, p in zip(node, block, q)] for q in ring]
+
+    return expand(outer)
+
+
+def mesh_from_coordinates(
+    coords: Sequence[Coord],
+    torus: Sequence[int],
+    mesh_shape: Sequence[int],
+    dcn_mesh_shape: Sequence[int] | None = None,
+    slice_indices: Sequence[int] | None = None,
+) -> torch.Tensor:
+    """The rank layout (int64 tensor) for ``DeviceMesh(..., mesh=...)``: rank r sits on
+    chip ``coords[r]`` of slice ``slice_indices[r]`` of tori ``torus``. The mesh has shape
+    ``mesh_shape`` times ``dcn_mesh_shape`` axis by axis (each slice fills one block of
+    ``mesh_shape``; the slices are laid out by ``dcn_mesh_shape``)."""
+    mesh_shape = tuple(int(m) for m in mesh_shape)
+    torus = tuple(int(t) for t in torus)
+    dcn = tuple(int(d) for d in dcn_mesh_shape) if dcn_mesh_shape else (1,) * len(mesh_shape)
+    if len(dcn) != len(mesh_shape):
+        raise ValueError(
+            f"dcn_mesh_shape {dcn} and mesh_shape {mesh_shape} must have one entry per mesh axis"
+        )
+    slices = list(slice_indices) if slice_indices is not None else [0] * len(coords)
+    slice_count = math.prod(dcn)
+    per_slice = math.prod(torus)
+    if math.prod(mesh_shape) != per_slice:
+        raise ValueError(
+            f"mesh_shape {mesh_shape} has {math.prod(mesh_shape)} positions per slice but the "
+            f"torus {'x'.join(map(str, torus))} has {per_slice} chips"
+        )
+    if len(coords) != slice_count * per_slice or sorted(set(slices)) != list(range(slice_count)):
+        raise ValueError(
+            f"{len(coords)} ranks in slices {sorted(set(slices))} do not fill {slice_count} "
+            f"slice(s) (dcn_mesh_shape {dcn}) of {per_slice} chips"
+        )
+    where = {}
+    for rank, (c, s) in enumerate(zip(coords, slices)):
+        key = (int(s), tuple(int(x) for x in c))
+        if key in where:
+            raise ValueError(f"ranks {where[key]} and {rank} report the same chip {key}")
+        if len(key[1]) != len(torus) or any(not 0 <= x < t for x, t in zip(key[1], torus)):
+            raise ValueError(f"rank {rank}: coordinates {key[1]} are outside the torus {torus}")
+        where[key] = rank
+    ici = torch.tensor(_layout(torus, mesh_shape), dtype=torch.int64)  # mesh_shape + (ndim,)
+    full = torch.empty(tuple(m * d for m, d in zip(mesh_shape, dcn)), dtype=torch.int64)
+    for s, dcn_index in enumerate(itertools.product(*(range(d) for d in dcn))):
+        block = tuple(slice(i * m, (i + 1) * m) for i, m in zip(dcn_index, mesh_shape))
+        ranks = [where[(s, tuple(p))] for p in ici.reshape(-1, len(torus)).tolist()]
+        full[block] = torch.tensor(ranks, dtype=torch.int64).reshape(mesh_shape)
+    return full
+
+
+def _rank_attributes() -> tuple[list[int], int, int]:
+    """This rank's chip coordinates, core on chip and slice (PJRT attributes, else from
+    TORCH_TPU_TOPOLOGY, else a ring position)."""
+    from torch_tpu import _C
+
+    attributes = _C._device_properties(_C._current_device()).get("attributes", {})
+    coords = list(attributes.get("coords", []))
+    core = int((attributes.get("core_on_chip") or [0])[0])
+    slice_index = int((attributes.get("slice_index") or [0])[0])
+    return coords, core, slice_index
+
+
+def topology_aware_mesh(
+    mesh_shape: Sequence[int],
+    dcn_mesh_shape: Sequence[int] | None = None,
+    group=None,
+) -> torch.Tensor:
+    """The ranks of ``group`` (default: the world) laid out as a ``mesh_shape`` mesh (times
+    ``dcn_mesh_shape`` across slices) whose innermost axis is a physical ring of chips.
+    Every rank must call it (it all-gathers each rank's coordinates)."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size(group)
+    records: list = [None] * world
+    dist.all_gather_object(records, _rank_attributes(), group=group)
+    topology = os.environ.get("TORCH_TPU_TOPOLOGY", "").strip()
+    cores = {core for _, core, _ in records}
+    if all(coords for coords, _, _ in records):
+        coords = [tuple(c) + ((core,) if len(cores) > 1 else ()) for c, core, _ in records]
+        slices = [s for _, _, s in records]
+        torus = tuple(max(c[i] for c in coords) + 1 for i in range(len(coords[0])))
+    else:
+        slice_count = math.prod(dcn_mesh_shape) if dcn_mesh_shape else 1
+        torus = parse_topology(topology) if topology else (world // slice_count,)
+        per_slice = math.prod(torus)
+        if per_slice * slice_count != world:
+            raise ValueError(
+                f"TORCH_TPU_TOPOLOGY={topology or torus[0]!r} describes {per_slice} chips per "
+                f"slice, {slice_count} slice(s), but the group has {world} ranks"
+            )
+        coords, slices = [], []
+        for rank in range(world):
+            s, index = divmod(rank, per_slice)
+            point = []
+            for t in torus:  # x fastest
+                index, x = divmod(index, t)
+                point.append(x)
+            coords.append(tuple(point))
+            slices.append(s)
+    return mesh_from_coordinates(coords, torus, mesh_shape, dcn_mesh_shape, slices)
+
+
+def ring_all_reduce_seconds(
+    nbytes: int, ranks: int, link_gbytes_per_s: float, hop_latency_s: float, hops: int = 1
+) -> float:
+    """Time of a ring all_reduce of ``nbytes`` over ``ranks`` chips: 2(n-1) steps, each
+    moving nbytes/n over one link and paying the latency of ``hops`` hops (1 when the
+    ring's neighbours are physical neighbours)."""
+    if ranks < 2:
+        return 0.0
+    steps = 2 * (ranks - 1)
+    return steps * (nbytes / ranks / (link_gbytes_per_s * 1e9) + hops * hop_latency_s)
