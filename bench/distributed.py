@@ -30,6 +30,16 @@ scaling cannot exceed the number of cores (less the collectives' cost), and it f
 once ranks outnumber cores and compete for them. Table 2 measures DDP's overhead on
 this backend, not an accelerator's speed-up. The full run takes 1-2.5 minutes on a
 2-core machine (more when it is busy), --quick about a minute.
+
+3. all_reduce (sum) of float32 tensors on 4 ranks in this process (one thread per rank,
+   each on its own device: ``torch_tpu.distributed.testing.run_threaded``): the xla
+   collective engine (a replicated StableHLO all_reduce launched by every rank on its
+   own device) against the host-staging gloo engine, groups of both engines in the same
+   run taking turns, medians of the slowest rank.
+4. An estimate, not a measurement: ring all_reduce time on a simulated torus
+   (``--topology``, default 4x4) for the rank order that ``topology_aware_mesh`` gives and
+   for plain rank order, from ``topology.ring_all_reduce_seconds`` (2(n-1) steps of
+   hops * (bytes/n / link bandwidth + link latency); ``--link-gbps``, ``--hop-us``).
 """
 
 from __future__ import annotations
@@ -222,6 +232,107 @@ def worker(args) -> None:
 # ---- the driver -----------------------------------------------------------------------
 
 
+def threaded_all_reduce(repeats: int, sizes: list[int]) -> dict:
+    """Table 3: seconds per all_reduce by size and engine, 4 rank threads."""
+    import threading
+
+    import torch
+    import torch.distributed as dist
+
+    import torch_tpu.distributed
+    from torch_tpu.distributed.testing import run_threaded
+
+    world = min(4, torch.tpu.device_count())
+    turn = threading.Barrier(world)
+
+    def rank_main(rank: int) -> dict:
+        groups = {"xla": dist.group.WORLD}
+        # The engine is chosen when a group is made: rank 0 switches the variable while
+        # the others wait, then all make the gloo-engine group.
+        if rank == 0:
+            os.environ["TORCH_TPU_COLLECTIVES"] = "host"
+        turn.wait()
+        groups["host"] = dist.new_group(list(range(world)))
+        turn.wait()
+        if rank == 0:
+            os.environ["TORCH_TPU_COLLECTIVES"] = "xla"
+        names = {v: torch_tpu.distributed.engine_name(g) for v, g in groups.items()}
+        assert names == {"xla": "xla", "host": "host_staging(gloo)"}, names
+        out = {}
+        for size in sizes:
+            t = torch.ones(size // 4, device=f"tpu:{rank}")
+            for group in groups.values():  # checked once, then a warm-up
+                t.fill_(1.0)
+                dist.all_reduce(t, group=group)
+                if not bool((t.cpu() == world).all()):
+                    raise AssertionError(f"all_reduce of {size} bytes gave {t[:4].cpu()}")
+                t.zero_()
+                dist.all_reduce(t, group=group)
+            inner = max(1, min(20, (4 << 20) // size))
+            samples = {v: [] for v in groups}
+            for _ in range(repeats):
+                for variant, group in groups.items():
+                    turn.wait()
+                    start = time.perf_counter()
+                    for _ in range(inner):
+                        dist.all_reduce(t, group=group)
+                    torch.tpu.synchronize()
+                    samples[variant].append((time.perf_counter() - start) / inner)
+            out[size] = samples
+        return out
+
+    os.environ["TORCH_TPU_COLLECTIVES"] = "xla"
+    try:
+        ranks = run_threaded(rank_main, world, timeout=600)
+    finally:
+        os.environ.pop("TORCH_TPU_COLLECTIVES", None)
+    table = {}
+    for size in sizes:
+        table[size] = {
+            v: statistics.median(max(r[size][v][i] for r in ranks) for i in range(repeats))
+            for v in ("xla", "host")
+        }
+    return {"world": world, "sizes": table}
+
+
+def topology_estimate(topology: str, link_gbps: float, hop_us: float) -> None:
+    """Table 4: the cost model on a simulated torus."""
+    import math
+
+    import torch
+
+    from torch_tpu.distributed import topology as topo
+
+    torus = topo.parse_topology(topology)
+    n = math.prod(torus)
+    coords = []
+    for rank in range(n):  # x fastest, as TPU device ids go
+        point, index = [], rank
+        for t in torus:
+            index, x = divmod(index, t)
+            point.append(x)
+        coords.append(tuple(point))
+    aware = topo.mesh_from_coordinates(coords, torus, (n,))
+    hops = {
+        "topology_aware_mesh": topo.ring_hops(aware, coords, torus),
+        "rank order": topo.ring_hops(torch.arange(n).reshape(1, n), coords, torus),
+    }
+    print(
+        f"\n| ring all_reduce estimate, {n} chips on a {topology} torus "
+        f"({link_gbps:g} GB/s links, {hop_us:g} us/hop) | topology_aware_mesh "
+        f"({hops['topology_aware_mesh']} hop) (ms) | rank order ({hops['rank order']} hops) (ms)"
+        " | rank order / aware |"
+    )
+    print("|---|---:|---:|---:|")
+    for size in SIZES:
+        t = {
+            k: topo.ring_all_reduce_seconds(size, n, link_gbps, hop_us * 1e-6, h)
+            for k, h in hops.items()
+        }
+        aware_ms, naive_ms = t["topology_aware_mesh"] * 1e3, t["rank order"] * 1e3
+        print(f"| {label(size)} | {aware_ms:.3f} | {naive_ms:.3f} | {naive_ms / aware_ms:.2f} |")
+
+
 def label(size: int) -> str:
     return f"{size >> 20} MB" if size >= 1 << 20 else f"{size >> 10} KB"
 
@@ -232,6 +343,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=None, help="default 7, --quick 3")
     parser.add_argument(
         "--modes", default="strict,defer_and_fuse", help="eager modes of the DDP steps"
+    )
+    parser.add_argument("--topology", default="4x4", help="torus of the estimate (table 4)")
+    parser.add_argument("--link-gbps", type=float, default=45.0, help="GB/s per ICI link")
+    parser.add_argument("--hop-us", type=float, default=1.0, help="latency per link hop, us")
+    parser.add_argument(
+        "--only", default="", help="comma list of tables to run: staging,ddp,threads,estimate"
     )
     parser.add_argument("--worker", choices=("all_reduce", "ddp"), help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help=argparse.SUPPRESS)
@@ -244,7 +361,40 @@ def main() -> None:
         args.repeats, args.steps = repeats, steps
         return worker(args)
     started = time.monotonic()
+    only = set(filter(None, args.only.split(","))) or {"staging", "ddp", "threads", "estimate"}
+    if "staging" in only:
+        staging_table(repeats)
+    if "ddp" in only:
+        ddp_tables(args.modes, repeats, steps)
+    if "threads" in only:
+        threads_table(repeats, SIZES[:-1] if args.quick else SIZES)
+    if "estimate" in only:
+        topology_estimate(args.topology, args.link_gbps, args.hop_us)
+    print(
+        f"\nmedians of {repeats} repeats ({steps} DDP steps each); ranks are processes (tables"
+        f" 1-2) or threads (table 3) on this machine's {os.cpu_count()} cores, "
+        f"OMP_NUM_THREADS=1; {time.monotonic() - started:.0f} s"
+    )
 
+
+def threads_table(repeats: int, sizes: list[int]) -> None:
+    r = threaded_all_reduce(repeats, sizes)
+    n = r["world"]
+    print(
+        f"\n| all_reduce, float32, {n} rank threads in one process | xla engine (GB/s) |"
+        " host-staging gloo engine (GB/s) | xla / gloo | xla (ms) | gloo (ms) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        t = r["sizes"][size]
+        xla, gloo = (size * 2 * (n - 1) / n / t[v] / 1e9 for v in ("xla", "host"))
+        print(
+            f"| {label(size)} | {xla:.4f} | {gloo:.4f} | {xla / gloo:.2f} | "
+            f"{t['xla'] * 1e3:.2f} | {t['host'] * 1e3:.2f} |"
+        )
+
+
+def staging_table(repeats: int) -> None:
     ar = launch(2, ["all_reduce", f"--repeats={repeats}"], 300)
     n = ar["world"]
     print(
@@ -260,7 +410,9 @@ def main() -> None:
             f"{t['tpu'] * 1e3:.2f} | {t['gloo'] * 1e3:.2f} |"
         )
 
-    for mode in args.modes.split(","):
+
+def ddp_tables(modes: str, repeats: int, steps: int) -> None:
+    for mode in modes.split(","):
         print(
             f"\n| DDP GPT step ({mode}), global batch {GLOBAL_BATCH}x32 | batch per rank |"
             " ms/step | throughput vs 1 rank |"
@@ -273,11 +425,6 @@ def main() -> None:
             )
             ms, base = r["step"] * 1e3, base or r["step"] * 1e3
             print(f"| {world} rank(s) | {r['per_rank']} | {ms:.1f} | {base / ms:.2f}x |")
-
-    print(
-        f"\nmedians of {repeats} repeats ({steps} DDP steps each); ranks are processes on this "
-        f"machine's {os.cpu_count()} cores, OMP_NUM_THREADS=1; {time.monotonic() - started:.0f} s"
-    )
 
 
 if __name__ == "__main__":

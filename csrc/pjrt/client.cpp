@@ -129,6 +129,20 @@ DeviceInfo Client::device_info(int index) const {
   info.id = id.id;
   info.kind = device_description_string(api, get.device_description, true);
   info.description = device_description_string(api, get.device_description, false);
+  auto attributes = PJRT_ARGS(PJRT_DeviceDescription_Attributes_Args);
+  attributes.device_description = get.device_description;
+  check(api, api->PJRT_DeviceDescription_Attributes(&attributes),
+        "PJRT_DeviceDescription_Attributes");
+  for (size_t i = 0; i < attributes.num_attributes; ++i) {
+    const PJRT_NamedValue& value = attributes.attributes[i];
+    std::string name(value.name, value.name_size);
+    if (value.type == PJRT_NamedValue_kInt64) {
+      info.int_attributes[name] = {value.int64_value};
+    } else if (value.type == PJRT_NamedValue_kInt64List) {
+      info.int_attributes[name].assign(value.int64_array_value,
+                                       value.int64_array_value + value.value_size);
+    }
+  }
   return info;
 }
 

@@ -2,6 +2,7 @@
 // Owner of one PJRT_Client: the devices of one plugin, transfers and compilation.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,9 @@ struct DeviceInfo {
   int id = 0;
   std::string kind;         // e.g. "cpu", "TPU v5 lite"
   std::string description;  // PJRT_DeviceDescription_ToString
+  // The integer attributes the plugin reports (TPU: "coords" {x, y, z}, "core_on_chip",
+  // "slice_index"...), scalars as one-element lists.
+  std::map<std::string, std::vector<int64_t>> int_attributes;
 };
 
 // An integer option of PJRT_Client_Create, such as the CPU plugin's

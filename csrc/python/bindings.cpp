@@ -45,6 +45,9 @@ py::dict device_properties(int device) {
   out["id"] = info.id;
   out["kind"] = info.kind;
   out["description"] = info.description;
+  py::dict attributes;
+  for (const auto& [name, values] : info.int_attributes) attributes[py::str(name)] = values;
+  out["attributes"] = attributes;
   return out;
 }
 

@@ -31,6 +31,7 @@ __all__ = [
     "mesh_from_coordinates",
     "parse_topology",
     "ring_all_reduce_seconds",
+    "ring_hops",
     "topology_aware_mesh",
     "torus_distance",
 ]
@@ -252,10 +253,23 @@ def topology_aware_mesh(
 def ring_all_reduce_seconds(
     nbytes: int, ranks: int, link_gbytes_per_s: float, hop_latency_s: float, hops: int = 1
 ) -> float:
-    """Time of a ring all_reduce of ``nbytes`` over ``ranks`` chips: 2(n-1) steps, each
-    moving nbytes/n over one link and paying the latency of ``hops`` hops (1 when the
-    ring's neighbours are physical neighbours)."""
+    """Estimated time of a ring all_reduce of ``nbytes`` over ``ranks`` chips:
+    2(n-1) steps, each sending nbytes/n to the next rank of the ring. Ring neighbours
+    ``hops`` links apart pay each link's latency, and since every rank sends at once,
+    each link carries up to ``hops`` messages, so a step costs
+    ``hops * (nbytes / n / bandwidth + latency)`` (1 hop: ring neighbours are physical
+    neighbours, which topology_aware_mesh arranges)."""
     if ranks < 2:
         return 0.0
     steps = 2 * (ranks - 1)
-    return steps * (nbytes / ranks / (link_gbytes_per_s * 1e9) + hops * hop_latency_s)
+    return steps * hops * (nbytes / ranks / (link_gbytes_per_s * 1e9) + hop_latency_s)
+
+
+def ring_hops(mesh: torch.Tensor, coords: Sequence[Coord], torus: Sequence[int]) -> int:
+    """The most links between two consecutive ranks (wrap-around included) of any row of
+    the innermost axis of ``mesh``: what a ring along that axis pays per step."""
+    worst = 0
+    for row in mesh.reshape(-1, mesh.shape[-1]).tolist():
+        for a, b in zip(row, row[1:] + row[:1]):
+            worst = max(worst, torus_distance(coords[a], coords[b], torus))
+    return worst
