@@ -338,3 +338,66 @@ def test_training_steps_equal_gloo_and_one_process(monkeypatch, rank_fn):
             torch.testing.assert_close(got, on_gloo, rtol=1e-6, atol=1e-6)
             torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
         assert not torch.equal(params[0], make_model()[0].weight.detach())  # it trained
+
+
+# Collectives inside fused programs: spmd_safe.
+
+
+def step_with_two_collectives(x):
+    import torch.distributed._functional_collectives as fc
+
+    y = fc.all_reduce(x * 2, "sum", dist.group.WORLD)
+    z = fc.all_reduce(y * y, "max", dist.group.WORLD)
+    gathered = fc.all_gather_tensor(z + 1, 0, dist.group.WORLD)
+    return gathered.reshape(WORLD, -1).sum(0) - 3
+
+
+def executions_of_one_step(rank, fn, x, barrier):
+    """Runs fn twice (compiling), then counts the programs every rank runs in one step
+    (the metrics are the process's: the window is aligned across ranks by barriers)."""
+    for _ in range(2):
+        fn(x).cpu()
+    torch_tpu.sync()
+    barrier.wait()
+    before = torch_tpu.metrics.snapshot()["executions"]
+    barrier.wait()
+    out = fn(x).cpu()
+    barrier.wait()
+    return out, torch_tpu.metrics.snapshot()["executions"] - before
+
+
+def fused_rank(rank, barrier):
+    x = torch.arange(6.0, device=f"tpu:{rank}") + rank
+    eager = step_with_two_collectives(x).cpu()
+    results = {"eager": eager}
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        results["deferred"] = executions_of_one_step(rank, step_with_two_collectives, x, barrier)
+        safe = torch_tpu.distributed.spmd_safe(step_with_two_collectives)
+        results["spmd_safe"] = executions_of_one_step(rank, safe, x, barrier)
+    compiled = torch.compile(step_with_two_collectives, backend="tpu")
+    results["compiled"] = executions_of_one_step(
+        rank, torch_tpu.distributed.spmd_safe(compiled), x, barrier
+    )
+    return results
+
+
+def test_spmd_safe_fuses_collectives_into_one_program_per_rank():
+    import threading
+
+    import torch_tpu.metrics  # noqa: F401
+
+    torch._dynamo.reset()  # each rank compiles for its own device: room for all four
+    results = run_threaded(fused_rank, WORLD, threading.Barrier(WORLD))
+    x = [torch.arange(6.0) + r for r in range(WORLD)]
+    y = sum(v * 2 for v in x)
+    expected = WORLD * (y * y + 1) - 3  # every rank's z is the same max
+    for rank in range(WORLD):
+        r = results[rank]
+        assert torch.equal(r["eager"], expected)
+        for variant in ("deferred", "spmd_safe", "compiled"):
+            assert torch.equal(r[variant][0], expected), variant
+        # Without spmd_safe each collective is its own program, splitting the graph.
+        assert r["deferred"][1] >= 5 * WORLD
+        # With it the step is one program per rank, in defer_and_fuse and compiled.
+        assert r["spmd_safe"][1] == WORLD
+        assert r["compiled"][1] == WORLD

@@ -92,6 +92,8 @@ from torch_tpu import distributed  # noqa: E402
 
 distributed._use_rank_device()
 distributed._register()
+_device_module.distributed = distributed  # torch.tpu.distributed, TorchTPU's name
+sys.modules["torch.tpu.distributed"] = distributed
 
 __all__ = [
     "cache",

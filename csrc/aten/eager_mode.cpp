@@ -75,4 +75,11 @@ bool debug_nans() {
   return enabled;
 }
 
+namespace {
+thread_local bool spmd_safe_on = false;
+}  // namespace
+
+bool spmd_safe() { return spmd_safe_on; }
+void set_spmd_safe(bool on) { spmd_safe_on = on; }
+
 }  // namespace tpu::aten

@@ -23,5 +23,11 @@ bool debug_nans();  // TORCH_TPU_DEBUG_NANS=1
 int64_t defer_max_ops();
 // Runs every pending deferred graph (torch_tpu.sync()).
 void sync();
+// spmd_safe (this thread): the caller promises that every rank runs the same ops, so
+// defer_and_fuse (and torch.compile) may fuse collectives into the graph around them.
+// Off by default: each eager collective is then its own program, and ranks whose
+// graphs differ can never deadlock inside one.
+bool spmd_safe();
+void set_spmd_safe(bool on);
 
 }  // namespace tpu::aten

@@ -215,7 +215,23 @@ void Program::run() {
   translating_out_of_memory(device_, [this] { run_now(); });
 }
 
+namespace {
+bool fuses_collectives() { return eager_mode() == EagerMode::DeferAndFuse && spmd_safe(); }
+}  // namespace
+
+int64_t collective_channel(int device, const std::string& compile_options) {
+  if (!fuses_collectives()) return 1;
+  runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device);
+  if (graph.holds_other_collectives(compile_options)) graph.flush();
+  return graph.next_channel();
+}
+
 void Program::run_collective(const std::string& compile_options, int launch_id) {
+  if (fuses_collectives() && device_ >= 0) {
+    runtime::Runtime::get().deferred_graph(device_).join_collective(compile_options, launch_id);
+    run();
+    return;
+  }
   compile_options_ = &compile_options;
   launch_id_ = launch_id;
   if (device_ >= 0) runtime::Runtime::get().deferred_graph(device_).flush();

@@ -53,6 +53,7 @@ class Program {
   // participant of this collective passes. It runs at once in every eager mode (after the
   // device's pending defer_and_fuse graph, whose results it may read): each collective is
   // its own program, so ranks that fuse differently can never deadlock.
+  // Under spmd_safe in defer_and_fuse mode it is recorded into the pending graph instead.
   void run_collective(const std::string& compile_options, int launch_id);
 
  private:
@@ -98,6 +99,11 @@ class Program {
 // to validate its input (index bounds, targets): at once, or in defer_and_fuse mode
 // when the pending graph runs, so that validating never forces a flush.
 void check_later(const at::Tensor& flags, std::function<void(const at::Tensor& host)> check);
+
+// The channel id for the next collective over `compile_options` on `device`: 1 when it
+// runs as its own program; when it is fused (defer_and_fuse under spmd_safe) the next
+// id of the pending graph, which first runs if it holds collectives of another group.
+int64_t collective_channel(int device, const std::string& compile_options);
 
 // Copies the first min(src, dst) bytes of `src` into the (empty) `dst`, zero-filling the rest.
 void copy_storage_prefix(runtime::DeviceStorage& src, runtime::DeviceStorage& dst);

@@ -132,7 +132,7 @@ at::Tensor XlaCollectiveEngine::reduced(const at::Tensor& input, const c10d::Red
   }
   const char* combine = combiner(op, x.scalar_type());
   const int64_t replicas = size_;
-  const int64_t channel = channel_;
+  const int64_t channel = aten::collective_channel(device_, compile_options_);
   const int64_t count = x.numel();
   at::Tensor out;
   if (is_bitwise(combine)) {
@@ -196,7 +196,7 @@ WorkPtr XlaCollectiveEngine::broadcast(const at::Tensor& tensor, int root) {
   at::Tensor bytes = tensor.contiguous().reshape({-1}).view(at::kByte);
   at::Tensor contribution = rank_ == root ? bytes : at::zeros_like(bytes);
   const int64_t replicas = size_;
-  const int64_t channel = channel_;
+  const int64_t channel = aten::collective_channel(device_, compile_options_);
   at::Tensor out = launch(
       "c10d::broadcast", contribution,
       [&](hlo::Builder& b, const hlo::Value& v) {
@@ -216,7 +216,7 @@ WorkPtr XlaCollectiveEngine::all_gather(const at::Tensor& output, const at::Tens
   at::Tensor x = as_carrier(input);
   const int64_t block = x.numel();
   const int64_t replicas = size_;
-  const int64_t channel = channel_;
+  const int64_t channel = aten::collective_channel(device_, compile_options_);
   at::Tensor out =
       launch("c10d::all_gather", x,
              [&](hlo::Builder& b, const hlo::Value& v) {

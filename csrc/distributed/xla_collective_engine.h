@@ -71,7 +71,6 @@ class XlaCollectiveEngine final : public CollectiveEngine {
   // Every rank issues its collectives in the same order, so the n-th collective of a
   // group has the same id on every rank: the launch id that joins their runs.
   int next_launch_ = 1;
-  int64_t channel_ = 1;
 };
 
 }  // namespace tpu::distributed

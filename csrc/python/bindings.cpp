@@ -103,6 +103,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_plugin_info", &plugin_info);
   m.def("_device_count", [] { return static_cast<int>(aten::device_count()); });
   m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });
+  m.def("_spmd_safe", [] { return aten::spmd_safe(); });
+  m.def("_set_spmd_safe", [](bool on) { aten::set_spmd_safe(on); });
   m.def("_set_process_device",
         [](int device) { aten::set_process_device(static_cast<c10::DeviceIndex>(device)); });
   m.def("_set_device",

@@ -96,6 +96,7 @@ int64_t DeferredGraph::record(
     const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs,
     const std::vector<hlo::Callee>& callees) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  recorder_ = std::this_thread::get_id();
   for (const hlo::Callee& callee : callees) {
     auto same = [&](const hlo::Callee& c) { return c.name == callee.name; };
     if (std::none_of(callees_.begin(), callees_.end(), same)) callees_.push_back(callee);
@@ -318,7 +319,10 @@ void DeferredGraph::flush() {
   try {
     Runtime& runtime = Runtime::get();
     const pjrt::Client& client = runtime.client();
-    auto executable = runtime.programs().get(build_text(results, donated_to), "fused graph");
+    auto executable = compile_options_.empty()
+                          ? runtime.programs().get(build_text(results, donated_to), "fused graph")
+                          : runtime.programs().get(build_text(results, donated_to), "fused graph",
+                                                   compile_options_);
     std::vector<pjrt::BufferPtr> host_buffers;
     std::vector<PJRT_Buffer*> arguments;
     for (const pjrt::BufferPtr& buffer : buffers_) arguments.push_back(buffer->get());
@@ -331,7 +335,7 @@ void DeferredGraph::flush() {
     // Donated buffers are consumed by the run: drop our references first.
     std::vector<pjrt::BufferPtr> operands = std::move(buffers_);
     ProfiledRun profiled("tpu::fused_graph", device_, ops_);  // torch.profiler
-    outputs = executable->execute(arguments, client.device(device_));
+    outputs = executable->execute(arguments, client.device(device_), launch_id_);
     profiled.done(outputs);
     // Kept until the run is done (destroying even a donated one waits for the run).
     operands.insert(operands.end(), host_buffers.begin(), host_buffers.end());
@@ -365,7 +369,39 @@ void DeferredGraph::flush() {
   Runtime::get().track(outputs);
 }
 
+void DeferredGraph::flush_if_free() {
+  const std::thread::id owner = recorder_.load();
+  if (owner != std::thread::id() && owner != std::this_thread::get_id()) return;
+  std::unique_lock<std::recursive_mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  const std::thread::id now = recorder_.load();
+  if (now != std::thread::id() && now != std::this_thread::get_id()) return;
+  flush();
+}
+
+void DeferredGraph::join_collective(const std::string& compile_options, int launch_id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (compile_options_.empty()) {
+    compile_options_ = compile_options;
+    launch_id_ = launch_id;
+  }
+}
+
+bool DeferredGraph::holds_other_collectives(const std::string& compile_options) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return !compile_options_.empty() && compile_options_ != compile_options;
+}
+
+int64_t DeferredGraph::next_channel() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return ++channels_;
+}
+
 void DeferredGraph::reset() {
+  compile_options_.clear();
+  recorder_ = std::thread::id();
+  launch_id_ = 0;
+  channels_ = 0;
   for (int id : used_functions_) local_functions_[id] = -1;
   used_functions_.clear();
   // Dynamic shapes add op texts every step; start over rather than grow for ever.

@@ -12,6 +12,7 @@
 // The text of @main depends only on the sequence of ops and their metadata (never
 // on scalar values, which travel as run-time operands), so a loop that records the
 // same ops every step reuses one compiled program.
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -65,6 +67,25 @@ class DeferredGraph {
 
   // Compiles (once per structure) and runs the graph; resolves pending storages.
   void flush();
+  // flush() for a caller that may not be this graph's user (torch_tpu.sync(), a mode
+  // switch, another device's synchronize): skips a graph that another thread records
+  // into or runs. With one thread per rank, a rank flushing another rank's graph would
+  // split that rank's step into two programs, or, where it holds a collective, join
+  // the collective in that rank's place (XLA runs a collective in the launching thread
+  // until every rank joins) and wait for itself. The graph runs when its own thread
+  // syncs or reads its results.
+  void flush_if_free();
+
+  // Collectives fused into the graph (spmd_safe): the graph then compiles replicated
+  // with `compile_options` and runs with the launch id of its first collective. Every
+  // rank records the same ops, so every rank's graph has the same text and id.
+  void join_collective(const std::string& compile_options, int launch_id);
+  // Whether the graph holds collectives compiled with options other than these (it
+  // must run before one of these is recorded).
+  bool holds_other_collectives(const std::string& compile_options);
+  // The channel id of the next collective recorded: unique within the graph, and the
+  // same from one step to the next, so a training step's graph is compiled once.
+  int64_t next_channel();
   // Waits for the checks of graphs already run and raises the first that failed.
   void raise_failed_checks();
   // Raises the first failed check among those already back on the host, waiting
@@ -136,6 +157,10 @@ class DeferredGraph {
   // of the device by at most that much and memory stays bounded.
   std::deque<std::unique_ptr<pjrt::Event>> in_flight_;
   int64_t graphs_run_ = 0;
+  std::string compile_options_;              // empty: portable, no collectives
+  std::atomic<std::thread::id> recorder_{};  // the thread recording this graph's ops
+  int launch_id_ = 0;
+  int64_t channels_ = 0;
 };
 
 }  // namespace tpu::runtime

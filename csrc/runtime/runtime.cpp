@@ -41,7 +41,7 @@ Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin,
 }
 
 void Runtime::flush_deferred() {
-  for (auto& graph : graphs_) graph->flush();
+  for (auto& graph : graphs_) graph->flush_if_free();
 }
 
 void Runtime::raise_deferred_checks() {

@@ -43,7 +43,8 @@ class Runtime {
 
   // The defer_and_fuse graph of `device`.
   DeferredGraph& deferred_graph(int device) { return *graphs_.at(device); }
-  // Runs every device's pending graph (without waiting for the results).
+  // Runs every device's pending graph (without waiting for the results), except one
+  // another thread is busy with (see DeferredGraph::flush_if_free).
   void flush_deferred();
   // Raises the first failed check of the deferred graphs already run (waiting for them).
   void raise_deferred_checks();

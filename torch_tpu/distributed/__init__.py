@@ -22,6 +22,12 @@ Two collective engines move tpu tensors (``engine_name()`` says which serves a g
   hands it cpu tensors and what has no XLA collective (barrier, gather, scatter,
   send/recv, all_to_all with uneven splits).
 
+Each eager collective is its own program by default, in every eager mode, so ranks that
+record different ops around a collective can never deadlock inside one fused program.
+``spmd_safe`` (a decorator or context manager) promises that every rank runs the same
+ops: defer_and_fuse and ``torch.compile(backend="tpu")`` then fuse the xla engine's
+collectives into the program around them (one program per step and rank).
+
 ``TORCH_TPU_COLLECTIVES`` chooses: ``auto`` (default: xla where every rank of the group
 is in this process on a device of its own, otherwise host staging), ``xla`` (an error
 where it cannot serve the group) or ``host``.
@@ -32,6 +38,8 @@ of a hang or a crash inside gloo).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 
 import torch
@@ -41,7 +49,47 @@ from torch_tpu import _C
 
 BACKEND_NAMES = ("tpu", "tpu_dist")
 
-__all__ = ["BACKEND_NAMES", "ENGINES", "engine_name", "is_tpu_backend"]
+from torch_tpu.distributed.topology import topology_aware_mesh  # noqa: E402
+
+__all__ = [
+    "BACKEND_NAMES",
+    "ENGINES",
+    "engine_name",
+    "is_tpu_backend",
+    "spmd_safe",
+    "topology_aware_mesh",
+]
+
+
+@contextlib.contextmanager
+def _spmd_safe_scope():
+    previous = _C._spmd_safe()
+    _C._set_spmd_safe(True)
+    try:
+        yield
+    finally:
+        _C._set_spmd_safe(previous)
+
+
+def spmd_safe(fn=None):
+    """Lets defer_and_fuse and compiled graphs fuse collectives (xla engine) with the ops
+    around them, on this thread: every rank must then run the same ops in the same order.
+
+    >>> @torch_tpu.distributed.spmd_safe
+    ... def step(x):
+    ...     return fc.all_reduce(x * 2, "sum", group) + 1
+    >>> with torch_tpu.distributed.spmd_safe():  # doctest: +SKIP
+    ...     step(x)
+    """
+    if fn is None:
+        return _spmd_safe_scope()
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _spmd_safe_scope():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _check_agreement() -> bool:

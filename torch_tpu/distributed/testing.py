@@ -32,6 +32,15 @@ __all__ = ["run_threaded"]
 _lock = threading.Lock()
 
 
+def _forget_active_ddp_module() -> None:
+    """DDP's forward saves and restores a class-wide "active module" that Dynamo reads;
+    rank threads interleaving forwards can leave one set, which would make every later
+    torch.compile in the process split graphs for that stale module."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    DistributedDataParallel._active_ddp_module = None
+
+
 def run_threaded(
     fn: Callable[..., Any],
     world_size: int | None = None,
@@ -52,8 +61,12 @@ def run_threaded(
         )
     if dist.is_initialized():
         raise RuntimeError("run_threaded: a default process group already exists here")
+    # Dynamo registers entry-point backends on first lookup, and two threads doing it
+    # at once collide ("duplicate name: tpu"): look ours up before the ranks start.
+    from torch._dynamo.backends.registry import lookup_backend
     from torch.testing._internal.distributed import multi_threaded_pg
 
+    lookup_backend("tpu")
     store = dist.HashStore()
     results: list[Any] = [None] * world_size
     errors: list[BaseException | None] = [None] * world_size
@@ -91,6 +104,7 @@ def run_threaded(
                 t.join(timeout)
             stuck = [r for r, t in enumerate(threads) if t.is_alive()]
         finally:
+            _forget_active_ddp_module()
             multi_threaded_pg._uninstall_threaded_pg()
             torch._C._distributed_c10d._set_thread_isolation_mode(False)
     # A rank that failed usually leaves the others waiting for it: its error comes first.
