@@ -370,7 +370,8 @@ def fused_rank(rank, barrier):
     x = torch.arange(6.0, device=f"tpu:{rank}") + rank
     eager = step_with_two_collectives(x).cpu()
     results = {"eager": eager}
-    with torch_tpu.eager_mode("defer_and_fuse"):
+    # The process-wide mode would race between rank threads: this thread's only.
+    with torch_tpu.eager.thread_eager_mode("defer_and_fuse"):
         results["deferred"] = executions_of_one_step(rank, step_with_two_collectives, x, barrier)
         safe = torch_tpu.distributed.spmd_safe(step_with_two_collectives)
         results["spmd_safe"] = executions_of_one_step(rank, safe, x, barrier)

@@ -3,7 +3,14 @@
 Dynamo captures a graph; AOTAutograd functionalizes it and splits it into a forward
 and a backward graph of ATen ops. Each graph runs through the same lowerings as eager
 mode with every op deferred, and is flushed at its end: one StableHLO program per
-graph, compiled once per graph structure and reused. Parameters, buffers and
+graph, compiled once per graph structure and reused. The first call for an input
+signature (shapes, dtypes, strides, offsets, aliasing) records what that program read
+and wrote; later calls with that signature replay it directly (``_C._GraphReplay``):
+no FX interpretation, no lowering, no program text. Random ops draw new keys on each
+replay and deferred checks still raise. Graphs that cannot be replayed (a CPU
+fallback, a host read, a collective inside) run the FX graph every call, as before;
+``TORCH_TPU_LOG_RECOMPILES=1`` says why, ``TORCH_TPU_COMPILE_REPLAY=0`` turns replay
+off. Parameters, buffers and
 optimizer state stay on the device; inputs that the graph mutates are written back
 in place with ``copy_`` inside the program. Graph breaks run in the current eager mode.
 
@@ -17,6 +24,9 @@ The module is imported by the first ``torch.compile(..., backend="tpu")``, not b
 from __future__ import annotations
 
 import functools
+import itertools
+import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,21 +39,37 @@ from torch_tpu import _C
 _GRAPH_MODE = "defer_and_fuse"
 
 
-def _run_fused(gm: torch.fx.GraphModule, args: Sequence[Any]) -> Any:
-    """Runs one AOTAutograd graph with every op deferred, then compiles and runs it.
+def _run_fused(gm: torch.fx.GraphModule, args: list[Any], replay: _C._GraphReplay) -> Any:
+    """Runs one AOTAutograd graph with every op deferred, then compiles and runs it,
+    and lets `replay` keep a plan of that run for later calls with the same signature.
 
-    The mode switch does not wait for enqueued work (as ``eager_mode()`` does): the
-    graph's program reads buffers in dependency order anyway, and waiting would make
-    every compiled call blocking.
+    The mode is this thread's only (rank threads and the autograd thread run graphs
+    concurrently) and the switch does not wait for enqueued work, as ``eager_mode()``
+    does: the graph's program reads buffers in dependency order anyway, and waiting
+    would make every compiled call blocking.
     """
-    previous = _C._get_eager_mode()
-    _C._set_eager_mode(_GRAPH_MODE, wait=False)
+    previous = _C._set_thread_eager_mode(_GRAPH_MODE)
+    out = None
     try:
+        replay.begin(args)
         out = gm(*args)
         torch_tpu.sync()
     finally:
-        _C._set_eager_mode(previous, wait=False)
+        why = replay.finish(args, out)
+        _C._set_thread_eager_mode(previous)
+    if why and _C._get_log_recompiles() and why not in _unreplayed.setdefault(id(replay), set()):
+        _unreplayed[id(replay)].add(why)
+        print(f"[torch_tpu] {replay.label} is not replayed: {why}", file=sys.stderr)
     return out
+
+
+def _replay_enabled() -> bool:
+    return os.environ.get("TORCH_TPU_COMPILE_REPLAY", "1") != "0"
+
+
+# Reasons already logged per graph (TORCH_TPU_LOG_RECOMPILES=1), so each is said once.
+_unreplayed: dict[int, set[str]] = {}
+_graph_count = itertools.count()
 
 
 def _has_tpu_kernel(op: torch._ops.OpOverload) -> bool:
@@ -72,8 +98,15 @@ def decompositions() -> dict[torch._ops.OpOverload, Callable]:
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     """AOTAutograd's forward, backward or inference compiler: a boxed callable."""
 
+    replay = _C._GraphReplay(f"compiled graph {next(_graph_count)}")
+    replaying = _replay_enabled()
+
     def run(args: list[Any]) -> Any:
-        return _run_fused(gm, args)
+        if replaying:
+            out = replay.run(args)
+            if out is not None:
+                return out
+        return _run_fused(gm, args, replay)
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run

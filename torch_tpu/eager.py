@@ -78,6 +78,23 @@ def eager_mode(mode: str | EagerMode) -> Iterator[None]:
         set_eager_mode(previous)
 
 
+@contextlib.contextmanager
+def thread_eager_mode(mode: str | EagerMode) -> Iterator[None]:
+    """Runs a block in another eager mode on this thread only, whatever the process-wide
+    mode (which ``eager_mode()`` sets for every thread, the autograd engine's included).
+    Meant for one thread per rank (``torch_tpu.distributed.testing.run_threaded``),
+    where ranks switching the shared mode would race.
+
+    >>> with torch_tpu.eager.thread_eager_mode("debug"):
+    ...     y = torch.ones(3, device="tpu") * 2
+    """
+    previous = _C._set_thread_eager_mode(_mode_name(mode))
+    try:
+        yield
+    finally:
+        _C._set_thread_eager_mode(previous)
+
+
 class _SetEagerMode:
     """``torch.tpu.set_eager_mode(mode)``: sets the mode now; as a context manager, puts
     the previous mode back when the block ends (as ``torch.set_grad_enabled`` does)."""

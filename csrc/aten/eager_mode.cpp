@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -13,6 +14,9 @@ namespace tpu::aten {
 namespace {
 std::mutex mutex;
 std::optional<EagerMode> mode;
+// The mode once known, read without the lock by every op (-1: not read yet).
+std::atomic<int> known_mode{-1};
+thread_local std::optional<EagerMode> thread_mode;
 
 bool flag(const char* name) {
   const char* value = std::getenv(name);
@@ -29,6 +33,9 @@ EagerMode parse_eager_mode(const std::string& text) {
 }
 
 EagerMode eager_mode() {
+  if (thread_mode.has_value()) return *thread_mode;
+  int known = known_mode.load(std::memory_order_acquire);
+  if (known >= 0) return static_cast<EagerMode>(known);
   std::lock_guard<std::mutex> lock(mutex);
   if (!mode.has_value()) {
     const char* text = std::getenv("TORCH_TPU_EAGER_MODE");
@@ -39,13 +46,21 @@ EagerMode eager_mode() {
            : fuse   ? EagerMode::DeferAndFuse
                     : parse_eager_mode(text != nullptr ? text : "");
   }
+  known_mode.store(static_cast<int>(*mode), std::memory_order_release);
   return *mode;
+}
+
+std::optional<EagerMode> set_thread_eager_mode(std::optional<EagerMode> value) {
+  std::optional<EagerMode> previous = thread_mode;
+  thread_mode = value;
+  return previous;
 }
 
 void set_eager_mode(EagerMode value) {
   sync();
   std::lock_guard<std::mutex> lock(mutex);
   mode = value;
+  known_mode.store(static_cast<int>(value), std::memory_order_release);
 }
 
 void sync() {

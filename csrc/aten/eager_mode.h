@@ -5,6 +5,7 @@
 // produces a NaN or infinity is named too. defer_and_fuse: ops are recorded into a
 // pending graph per device, run as one fused program at the next sync point.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tpu::aten {
@@ -16,6 +17,10 @@ enum class EagerMode { Strict, Debug, DeferAndFuse };
 EagerMode eager_mode();
 // Runs whatever is pending first, so switching mid-program is safe.
 void set_eager_mode(EagerMode mode);
+// This thread's mode while set, whatever the process-wide one: a compiled graph runs
+// in defer_and_fuse without switching (and racing) the other threads' mode. Returns
+// the previous override.
+std::optional<EagerMode> set_thread_eager_mode(std::optional<EagerMode> mode);
 EagerMode parse_eager_mode(const std::string& text);  // throws c10::Error for unknown modes
 const char* eager_mode_name(EagerMode mode);
 bool debug_nans();  // TORCH_TPU_DEBUG_NANS=1

@@ -87,10 +87,17 @@ at::Generator new_generator(c10::DeviceIndex device) {
   return at::make_generator<TpuGenerator>(device);
 }
 
+namespace {
+thread_local std::vector<at::Generator>* random_key_log = nullptr;
+}  // namespace
+
+void log_random_keys(std::vector<at::Generator>* log) { random_key_log = log; }
+
 std::array<uint64_t, 2> next_random_key(const std::optional<at::Generator>& generator,
                                         c10::DeviceIndex device) {
   at::Generator source =
       generator.has_value() && generator->defined() ? *generator : default_generator(device);
+  if (random_key_log != nullptr) random_key_log->push_back(source);
   TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
               "Expected a 'tpu' device type for generator but found '", source.device().type(),
               "'");

@@ -27,4 +27,8 @@ hlo::Value uniform01(Program& p, const std::vector<int64_t>& dims, hlo::ElementT
 std::array<uint64_t, 2> next_random_key(const std::optional<at::Generator>& generator,
                                         c10::DeviceIndex device);
 
+// While set (on this thread), next_random_key appends the generator each key came
+// from to `log`: a replayed graph draws its keys from the same generators. Null stops.
+void log_random_keys(std::vector<at::Generator>* log);
+
 }  // namespace tpu::aten

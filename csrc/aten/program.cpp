@@ -184,7 +184,7 @@ hlo::Value Program::key(const std::array<uint64_t, 2>& key) {
   hlo::Value parameter = builder_.parameter(parameter_type);
   std::vector<unsigned char> bytes(sizeof key);
   std::memcpy(bytes.data(), key.data(), sizeof key);
-  operands_.push_back(Operand{-1, std::move(bytes), c10::kUInt64, {2}, parameter_type});
+  operands_.push_back(Operand{-1, std::move(bytes), c10::kUInt64, {2}, parameter_type, true});
   return parameter;
 }
 
@@ -293,7 +293,7 @@ void Program::run_deferred(const std::vector<hlo::Value>& results,
   for (Operand& operand : operands_) {
     runtime::DeviceStorage* storage =
         operand.storage >= 0 ? storages_[operand.storage].storage : nullptr;
-    arguments.push_back({storage, std::move(operand.bytes), operand.parameter});
+    arguments.push_back({storage, std::move(operand.bytes), operand.parameter, operand.random_key});
   }
   std::vector<std::pair<runtime::DeviceStorage*, hlo::TensorType>> outputs;
   for (size_t i = 0; i < written.size(); ++i)

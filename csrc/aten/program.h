@@ -91,6 +91,7 @@ class Program {
     c10::ScalarType type = c10::kFloat;
     std::vector<int64_t> dims;
     hlo::TensorType parameter;  // the parameter's type in this program
+    bool random_key = false;    // bytes are a random key (a replayed graph draws new ones)
   };
   std::vector<Operand> operands_;
 };

@@ -20,6 +20,7 @@ namespace tpu {
 void register_cache_bindings(py::module& m);        // cache_bindings.cpp
 void register_distributed_bindings(py::module& m);  // distributed_bindings.cpp
 void register_kernel_bindings(py::module& m);       // kernel_bindings.cpp
+void register_replay_bindings(py::module& m);       // replay_bindings.cpp
 
 namespace {
 
@@ -93,6 +94,7 @@ PYBIND11_MODULE(_C, m) {
   register_cache_bindings(m);
   register_distributed_bindings(m);
   register_kernel_bindings(m);
+  register_replay_bindings(m);
   m.def(
       "_initialize",
       [](const std::string& path, const std::vector<pjrt::CreateOption>& options) {
@@ -140,6 +142,16 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("mode"), py::arg("wait") = true);
   m.def("_get_eager_mode", [] { return aten::eager_mode_name(aten::eager_mode()); });
+  // This thread's override (None: none); returns the previous one.
+  m.def(
+      "_set_thread_eager_mode",
+      [](const std::optional<std::string>& mode) -> std::optional<std::string> {
+        std::optional<aten::EagerMode> previous = aten::set_thread_eager_mode(
+            mode ? std::optional<aten::EagerMode>(aten::parse_eager_mode(*mode)) : std::nullopt);
+        if (!previous) return std::nullopt;
+        return std::string(aten::eager_mode_name(*previous));
+      },
+      py::arg("mode"));
   m.def("_sync", [] {
     py::gil_scoped_release no_gil;
     aten::translating_out_of_memory(aten::current_device(), [] { aten::sync(); });

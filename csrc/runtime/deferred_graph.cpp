@@ -64,6 +64,7 @@ DeferredGraph::Value DeferredGraph::host_input(const Argument& argument) {
   HostGroup& group = host_groups_[element];
   int64_t offset = static_cast<int64_t>(group.bytes.size() / hlo::byte_size(element));
   int64_t count = argument.type.num_elements();
+  if (argument.random_key) random_keys_.emplace_back(element, group.bytes.size());
   group.bytes.insert(group.bytes.end(), argument.bytes.begin(), argument.bytes.end());
   // The group's length is known only at flush, so its type is left as a marker.
   std::string name = "%h" + std::to_string(next_value_++);
@@ -314,39 +315,39 @@ void DeferredGraph::flush() {
     }
   }
 
-  std::vector<Check> checks = std::move(checks_);
+  std::vector<std::pair<hlo::TensorType, std::function<void(const std::vector<unsigned char>&)>>>
+      checks;
+  for (Check& check : checks_) checks.emplace_back(check.value.type, std::move(check.on_result));
+  std::shared_ptr<Recording> recording = std::move(recording_);
   std::vector<pjrt::BufferPtr> outputs;
   try {
     Runtime& runtime = Runtime::get();
-    const pjrt::Client& client = runtime.client();
     auto executable = compile_options_.empty()
                           ? runtime.programs().get(build_text(results, donated_to), "fused graph")
                           : runtime.programs().get(build_text(results, donated_to), "fused graph",
                                                    compile_options_);
-    std::vector<pjrt::BufferPtr> host_buffers;
-    std::vector<PJRT_Buffer*> arguments;
-    for (const pjrt::BufferPtr& buffer : buffers_) arguments.push_back(buffer->get());
-    for (const auto& [element, group] : host_groups_) {
-      host_buffers.push_back(client.buffer_from_host(
-          group.bytes.data(), buffer_type(element),
-          {static_cast<int64_t>(group.bytes.size() / hlo::byte_size(element))}, device_));
-      arguments.push_back(host_buffers.back()->get());
+    if (recording != nullptr && compile_options_.empty()) {
+      // A collective's launch id changes every step: such graphs are not replayed.
+      recording->executable = executable;
+      for (const pjrt::BufferPtr& buffer : buffers_) recording->parameters.push_back(buffer->get());
+      recording->donated_to = donated_to;
+      std::map<hlo::ElementType, size_t> group_index;
+      for (const auto& [element, group] : host_groups_) {
+        group_index[element] = recording->host_groups.size();
+        recording->host_groups.emplace_back(element, group.bytes);
+      }
+      for (const auto& [element, offset] : random_keys_)
+        recording->random_keys.emplace_back(group_index.at(element), offset);
+      recording->outputs = live;
+      for (size_t i = 0; i < live.size(); ++i)
+        recording->output_types.push_back(results[i].type.element);
+      recording->checks = checks;
+      recording->ops = ops_;
     }
-    // Donated buffers are consumed by the run: drop our references first.
-    std::vector<pjrt::BufferPtr> operands = std::move(buffers_);
-    ProfiledRun profiled("tpu::fused_graph", device_, ops_);  // torch.profiler
-    outputs = executable->execute(arguments, client.device(device_), launch_id_);
-    profiled.done(outputs);
-    // Kept until the run is done (destroying even a donated one waits for the run).
-    operands.insert(operands.end(), host_buffers.begin(), host_buffers.end());
-    runtime.retire(std::move(operands), outputs.front());
-    metrics().count_execution();
-    metrics().count_fused_graph(ops_);
-    try {
-      in_flight_.push_back(outputs.front()->ready_event());
-    } catch (const std::exception&) {
-      // Not tracked: the graph ran; only the bound on graphs in flight is loosened.
-    }
+    std::vector<std::pair<hlo::ElementType, const std::vector<unsigned char>*>> host;
+    for (const auto& [element, group] : host_groups_) host.emplace_back(element, &group.bytes);
+    // Donated buffers are consumed by the run: execute() takes our references.
+    outputs = execute(*executable, std::move(buffers_), host, ops_, launch_id_);
   } catch (const std::exception& e) {
     std::string error =
         std::string("a deferred tpu graph of ") + std::to_string(ops_) + " ops failed: " + e.what();
@@ -355,18 +356,83 @@ void DeferredGraph::flush() {
     throw;
   }
   for (size_t i = 0; i < live.size(); ++i) live[i]->resolve(outputs[i], results[i].type.element);
-  for (size_t c = 0; c < checks.size(); ++c) {
-    const hlo::TensorType& type = checks[c].value.type;
-    auto bytes = std::make_unique<std::vector<unsigned char>>(type.num_elements() *
-                                                              hlo::byte_size(type.element));
-    const pjrt::BufferPtr& source = outputs[live.size() + c];
-    auto done = source->to_host_async(bytes->data(), bytes->size());
-    downloads_.push_back(Download{source, std::move(bytes), std::move(done),
-                                  std::move(checks[c].on_result), graphs_run_ + 1});
-  }
-  ++graphs_run_;
+  download_checks(outputs, live.size(), std::move(checks));
+  if (recording != nullptr && compile_options_.empty()) recording->complete = true;
   reset();
   Runtime::get().track(outputs);
+}
+
+std::vector<pjrt::BufferPtr> DeferredGraph::execute(
+    pjrt::Executable& executable, std::vector<pjrt::BufferPtr> buffers,
+    const std::vector<std::pair<hlo::ElementType, const std::vector<unsigned char>*>>& host,
+    int64_t ops, int launch_id) {
+  Runtime& runtime = Runtime::get();
+  const pjrt::Client& client = runtime.client();
+  std::vector<PJRT_Buffer*> arguments;
+  for (const pjrt::BufferPtr& buffer : buffers) arguments.push_back(buffer->get());
+  for (const auto& [element, bytes] : host) {
+    buffers.push_back(client.buffer_from_host(
+        bytes->data(), buffer_type(element),
+        {static_cast<int64_t>(bytes->size() / hlo::byte_size(element))}, device_));
+    arguments.push_back(buffers.back()->get());
+  }
+  ProfiledRun profiled("tpu::fused_graph", device_, ops);  // torch.profiler
+  std::vector<pjrt::BufferPtr> outputs =
+      executable.execute(arguments, client.device(device_), launch_id);
+  profiled.done(outputs);
+  // Kept until the run is done (destroying even a donated one waits for the run).
+  runtime.retire(std::move(buffers), outputs.front());
+  metrics().count_execution();
+  metrics().count_fused_graph(ops);
+  try {
+    in_flight_.push_back(outputs.front()->ready_event());
+  } catch (const std::exception&) {
+    // Not tracked: the graph ran; only the bound on graphs in flight is loosened.
+  }
+  return outputs;
+}
+
+void DeferredGraph::download_checks(
+    const std::vector<pjrt::BufferPtr>& outputs, size_t check_base,
+    std::vector<std::pair<hlo::TensorType, std::function<void(const std::vector<unsigned char>&)>>>
+        checks) {
+  for (size_t c = 0; c < checks.size(); ++c) {
+    const hlo::TensorType& type = checks[c].first;
+    auto bytes = std::make_unique<std::vector<unsigned char>>(type.num_elements() *
+                                                              hlo::byte_size(type.element));
+    const pjrt::BufferPtr& source = outputs[check_base + c];
+    auto done = source->to_host_async(bytes->data(), bytes->size());
+    downloads_.push_back(Download{source, std::move(bytes), std::move(done),
+                                  std::move(checks[c].second), graphs_run_ + 1});
+  }
+  ++graphs_run_;
+}
+
+void DeferredGraph::record_next_flush(std::shared_ptr<Recording> into) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  recording_ = std::move(into);
+}
+
+int64_t DeferredGraph::pending_ops() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return ops_;
+}
+
+std::vector<pjrt::BufferPtr> DeferredGraph::replay(
+    const Recording& recording, std::vector<pjrt::BufferPtr> parameters,
+    const std::vector<std::pair<hlo::ElementType, std::vector<unsigned char>>>& host_groups) {
+  wait_for_room();
+  raise_finished_checks();
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (ops_ != 0) throw std::logic_error("a graph was replayed over pending ops");
+  std::vector<std::pair<hlo::ElementType, const std::vector<unsigned char>*>> host;
+  for (const auto& [element, bytes] : host_groups) host.emplace_back(element, &bytes);
+  std::vector<pjrt::BufferPtr> outputs =
+      execute(*recording.executable, std::move(parameters), host, recording.ops, 0);
+  download_checks(outputs, recording.outputs.size(), recording.checks);
+  Runtime::get().track(outputs);
+  outputs.resize(recording.outputs.size());
+  return outputs;
 }
 
 void DeferredGraph::flush_if_free() {
@@ -418,6 +484,7 @@ void DeferredGraph::reset() {
   buffer_types_.clear();
   buffer_index_.clear();
   host_groups_.clear();
+  random_keys_.clear();
   pending_.clear();
   pending_index_.clear();
   checks_.clear();

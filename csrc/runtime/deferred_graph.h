@@ -28,6 +28,7 @@
 #include "hlo/types.h"
 #include "pjrt/buffer.h"
 #include "pjrt/event.h"
+#include "pjrt/executable.h"
 
 namespace tpu::runtime {
 
@@ -41,6 +42,27 @@ class DeferredGraph {
     DeviceStorage* storage = nullptr;
     std::vector<unsigned char> bytes;  // host value, when storage is null
     hlo::TensorType type;              // the op function's parameter type
+    bool random_key = false;           // bytes are a random key (seed, offset)
+  };
+
+  // What one flush compiled and ran, kept so that a caller who knows the next graph
+  // is the same (torch.compile's replay, see aten/graph_replay.h) can run its program
+  // again on new operands without recording. Storage and buffer pointers identify
+  // what the recorded graph read and wrote; they are valid only right after the flush.
+  struct Recording {
+    std::shared_ptr<pjrt::Executable> executable;
+    std::vector<PJRT_Buffer*> parameters;  // buffer operands, in parameter order
+    std::vector<int> donated_to;           // per parameter: the output it aliases, or -1
+    // Host operands: one packed operand per element type, in parameter order after
+    // the buffers, and where the random keys lie in them (group, byte offset).
+    std::vector<std::pair<hlo::ElementType, std::vector<unsigned char>>> host_groups;
+    std::vector<std::pair<size_t, size_t>> random_keys;
+    std::vector<DeviceStorage*> outputs;  // storages the program's results resolved
+    std::vector<hlo::ElementType> output_types;
+    std::vector<std::pair<hlo::TensorType, std::function<void(const std::vector<unsigned char>&)>>>
+        checks;  // deferred checks, results after the outputs
+    int64_t ops = 0;
+    bool complete = false;  // the flush ran and may be replayed (no collectives)
   };
 
   explicit DeferredGraph(int device) : device_(device) {}
@@ -97,6 +119,17 @@ class DeferredGraph {
   // Called by a pending storage that is destroyed or overwritten from outside.
   void forget(DeviceStorage* storage);
 
+  // The next flush that runs a program fills `into` (see Recording).
+  void record_next_flush(std::shared_ptr<Recording> into);
+  // Runs `recording`'s program again: `parameters` in place of the recorded buffers
+  // (donated ones must be held by nobody else), `host_groups` in place of its host
+  // operands. Returns its outputs, as the recording lists them; its checks raise as
+  // a flush's do. The graph must hold no pending ops.
+  std::vector<pjrt::BufferPtr> replay(
+      const Recording& recording, std::vector<pjrt::BufferPtr> parameters,
+      const std::vector<std::pair<hlo::ElementType, std::vector<unsigned char>>>& host_groups);
+  int64_t pending_ops();
+
  private:
   struct Value {
     std::string name;
@@ -127,6 +160,18 @@ class DeferredGraph {
   Value host_input(const Argument& argument);
   std::string build_text(const std::vector<Value>& results,
                          const std::vector<int>& donated_to) const;
+  // Runs `executable` on `buffers` and the host operands; books the run (profiler,
+  // metrics, retirement, graphs in flight) and the downloads of its `checks`, whose
+  // values follow the first `check_base` outputs. Holds the lock.
+  std::vector<pjrt::BufferPtr> execute(
+      pjrt::Executable& executable, std::vector<pjrt::BufferPtr> buffers,
+      const std::vector<std::pair<hlo::ElementType, const std::vector<unsigned char>*>>& host,
+      int64_t ops, int launch_id);
+  void download_checks(
+      const std::vector<pjrt::BufferPtr>& outputs, size_t check_base,
+      std::vector<
+          std::pair<hlo::TensorType, std::function<void(const std::vector<unsigned char>&)>>>
+          checks);
   void reset();
 
   std::recursive_mutex mutex_;
@@ -147,6 +192,8 @@ class DeferredGraph {
   std::vector<hlo::TensorType> buffer_types_;
   std::unordered_map<PJRT_Buffer*, int> buffer_index_;
   std::map<hlo::ElementType, HostGroup> host_groups_;
+  std::vector<std::pair<hlo::ElementType, size_t>> random_keys_;  // (group, byte offset)
+  std::shared_ptr<Recording> recording_;  // filled by the next flush, if set
   // Pending storages in order of first write (null once forgotten).
   std::vector<DeviceStorage*> pending_;
   std::unordered_map<DeviceStorage*, size_t> pending_index_;

@@ -53,6 +53,7 @@ void Metrics::count_device_to_host() {
 void Metrics::count_fallback(const std::string& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.cpu_fallbacks[op] += 1;
+  fallbacks_ += 1;
 }
 
 void Metrics::count_native(const std::string& op) {
@@ -65,9 +66,15 @@ MetricsSnapshot Metrics::snapshot() {
   return data_;
 }
 
+Activity Metrics::activity() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return Activity{data_.executions, data_.host_to_device + data_.device_to_host, fallbacks_};
+}
+
 void Metrics::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   data_ = MetricsSnapshot{};
+  fallbacks_ = 0;
 }
 
 }  // namespace tpu::runtime

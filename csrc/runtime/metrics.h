@@ -26,6 +26,13 @@ struct MetricsSnapshot {
   std::map<std::string, int64_t> native_ops;     // operator name -> calls
 };
 
+// Totals that say whether anything ran or moved between two moments (cheap to take).
+struct Activity {
+  int64_t executions = 0;
+  int64_t transfers = 0;  // host to device and device to host
+  int64_t fallbacks = 0;
+};
+
 enum class DiskEvent { Hit, Miss, Write, Eviction, Corrupt };
 
 class Metrics {
@@ -40,11 +47,13 @@ class Metrics {
   void count_fallback(const std::string& op);
   void count_native(const std::string& op);
   MetricsSnapshot snapshot();
+  Activity activity();
   void reset();
 
  private:
   std::mutex mutex_;
   MetricsSnapshot data_;
+  int64_t fallbacks_ = 0;  // all of data_.cpu_fallbacks
 };
 
 Metrics& metrics();

@@ -1,0 +1,225 @@
+"""torch.compile(backend="tpu") records a graph once per input signature and replays
+its program on later calls (torch_tpu/dynamo.py, csrc/aten/graph_replay.cpp).
+
+A replayed call runs no lowering, so it counts one execution and no native op; each
+test checks that replay happened and that its results equal PyTorch's on the CPU.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tpu
+from torch_tpu import _C
+
+
+def counts():
+    snap = torch_tpu.metrics.snapshot()
+    return snap["executions"], sum(snap["native_ops"].values())
+
+
+def replayed(fn, *args):
+    """Calls fn and says whether the call was a replay (no op lowered, one program)."""
+    torch_tpu.sync()
+    executions, natives = counts()
+    out = fn(*args)
+    torch_tpu.sync()
+    after_executions, after_natives = counts()
+    return out, after_natives == natives and after_executions == executions + 1
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_replay_gives_eager_results_and_lowers_nothing():
+    def f(x, w):
+        return torch.tanh(x @ w).softmax(-1) * 2 + x.sum()
+
+    compiled = torch.compile(f, backend="tpu")
+    for step in range(4):
+        x, w = torch.randn(8, 16), torch.randn(16, 16)
+        out, was_replay = replayed(compiled, x.to("tpu"), w.to("tpu"))
+        assert was_replay == (step > 0)
+        torch.testing.assert_close(out.cpu(), f(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_replay_writes_mutated_inputs_in_place():
+    def f(x, y):
+        x.add_(y)
+        y.mul_(2)
+        return x + y
+
+    compiled = torch.compile(f, backend="tpu")
+    x_cpu, y_cpu = torch.zeros(5), torch.ones(5)
+    x, y = x_cpu.to("tpu"), y_cpu.to("tpu")
+    for step in range(4):
+        out, was_replay = replayed(compiled, x, y)
+        expected = f(x_cpu, y_cpu)
+        assert was_replay == (step > 0)
+        torch.testing.assert_close(out.cpu(), expected)
+        torch.testing.assert_close(x.cpu(), x_cpu)
+        torch.testing.assert_close(y.cpu(), y_cpu)
+
+
+def test_views_of_one_storage_as_arguments():
+    def f(a, b):
+        return a * 10 + b
+
+    compiled = torch.compile(f, backend="tpu", dynamic=False)
+    base_cpu = torch.arange(12.0)
+    base = base_cpu.to("tpu")
+    for step in range(3):
+        base_cpu.add_(1)
+        base.add_(1)
+        out, was_replay = replayed(compiled, base[1:], base[:-1])
+        assert was_replay == (step > 0)
+        torch.testing.assert_close(out.cpu(), f(base_cpu[1:], base_cpu[:-1]))
+    # Same shapes, but the two arguments no longer share a storage: a new plan.
+    other = torch.arange(11.0).to("tpu")
+    out, was_replay = replayed(compiled, base[1:], other)
+    assert not was_replay
+    torch.testing.assert_close(out.cpu(), f(base_cpu[1:], torch.arange(11.0)))
+
+
+def test_outputs_that_are_views_and_inputs():
+    def f(x):
+        y = x * 3
+        return y.t(), y[1], x
+
+    compiled = torch.compile(f, backend="tpu")
+    for step in range(3):
+        x_cpu = torch.randn(4, 3)
+        x = x_cpu.to("tpu")
+        (t, row, same), was_replay = replayed(compiled, x)
+        assert was_replay == (step > 0)
+        torch.testing.assert_close(t.cpu(), (x_cpu * 3).t())
+        assert t.stride() == (1, 3)
+        torch.testing.assert_close(row.cpu(), (x_cpu * 3)[1])
+        torch.testing.assert_close(same.cpu(), x_cpu)
+
+
+def test_training_steps_replay_and_match_cpu():
+    torch.manual_seed(0)
+    model_cpu = torch.nn.Sequential(
+        torch.nn.Linear(6, 12), torch.nn.GELU(), torch.nn.LayerNorm(12), torch.nn.Linear(12, 3)
+    )
+    model = torch.nn.Sequential(
+        torch.nn.Linear(6, 12), torch.nn.GELU(), torch.nn.LayerNorm(12), torch.nn.Linear(12, 3)
+    ).to("tpu")
+    model.load_state_dict(model_cpu.state_dict())
+
+    def loss_of(m, x, y):
+        return F.cross_entropy(m(x), y)
+
+    compiled = torch.compile(loss_of, backend="tpu")
+    opt_cpu = torch.optim.SGD(model_cpu.parameters(), lr=0.1, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    natives_per_step = []
+    for _ in range(5):
+        x, y = torch.randn(10, 6), torch.randint(0, 3, (10,))
+        loss_cpu = loss_of(model_cpu, x, y)
+        opt_cpu.zero_grad()
+        loss_cpu.backward()
+        opt_cpu.step()
+        x, y, seed = x.to("tpu"), y.to("tpu"), torch.ones((), device="tpu")
+        opt.zero_grad()
+        torch_tpu.sync()
+        before = counts()[1]
+        loss = compiled(model, x, y)
+        loss.backward(seed)
+        torch_tpu.sync()
+        natives_per_step.append(counts()[1] - before)
+        opt.step()
+        torch.testing.assert_close(loss.cpu(), loss_cpu, rtol=1e-5, atol=1e-5)
+    for p, p_cpu in zip(model.parameters(), model_cpu.parameters()):
+        torch.testing.assert_close(p.cpu(), p_cpu, rtol=1e-5, atol=1e-5)
+    # Forward and backward lower their ops on the first step only.
+    assert natives_per_step[0] > 10
+    assert natives_per_step[1:] == [0] * 4, natives_per_step
+
+
+def test_random_ops_draw_new_numbers_as_eager_does():
+    def f(x):
+        return F.dropout(x, 0.5, training=True) + torch.rand_like(x)
+
+    x = torch.ones(64, device="tpu")
+    torch.manual_seed(7)
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        eager = [f(x).cpu() for _ in range(3)]
+    compiled = torch.compile(f, backend="tpu")
+    torch.manual_seed(7)
+    outs = []
+    for step in range(3):
+        out, was_replay = replayed(compiled, x)
+        assert was_replay == (step > 0)
+        outs.append(out.cpu())
+    assert not torch.equal(outs[1], outs[2])
+    for got, want in zip(outs, eager):
+        torch.testing.assert_close(got, want)
+
+
+def test_deferred_index_checks_still_raise_on_replay():
+    def f(x, i):
+        return x[i] * 2
+
+    compiled = torch.compile(f, backend="tpu")
+    x = torch.arange(5.0, device="tpu")
+    for _ in range(2):
+        out, _ = replayed(compiled, x, torch.tensor([0, 4], device="tpu"))
+        torch.testing.assert_close(out.cpu(), torch.tensor([0.0, 8.0]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        compiled(x, torch.tensor([1, 5], device="tpu"))
+        torch.tpu.synchronize()
+    # The failure is reported once; the next calls work again.
+    out, was_replay = replayed(compiled, x, torch.tensor([3, 1], device="tpu"))
+    assert was_replay
+    torch.testing.assert_close(out.cpu(), torch.tensor([6.0, 2.0]))
+
+
+def test_new_signature_records_a_new_plan_and_logs_it(capfd):
+    def f(x):
+        return x.cos() + 1
+
+    compiled = torch.compile(f, backend="tpu", dynamic=False)
+    base = torch.zeros(4, 3, device="tpu")
+    previous = _C._get_log_recompiles()
+    _C._set_log_recompiles(True)
+    try:
+        # Dynamo does not guard on storage offsets: one graph meets rows 0 and 2.
+        for row, expect_replay in ((0, False), (0, True), (2, False), (2, True), (0, True)):
+            out, was_replay = replayed(compiled, base[row])
+            assert was_replay == expect_replay, row
+            torch.testing.assert_close(out.cpu(), torch.full((3,), 2.0))
+    finally:
+        _C._set_log_recompiles(previous)
+    err = capfd.readouterr().err
+    assert "replay plan 2 for compiled graph" in err and "storage offset 0 -> 6" in err, err
+
+
+def test_graph_with_a_cpu_tensor_argument_is_not_replayed_but_correct(capfd):
+    # The CPU scalar's value is read on the host each call, so no plan is kept.
+    compiled = torch.compile(lambda a, s: a * s + 1, backend="tpu")
+    previous = _C._get_log_recompiles()
+    _C._set_log_recompiles(True)
+    try:
+        for step in range(3):
+            x = torch.full((3,), float(step), device="tpu")
+            out, was_replay = replayed(compiled, x, torch.tensor(float(step)))
+            assert not was_replay
+            torch.testing.assert_close(out.cpu(), torch.full((3,), float(step * step + 1)))
+    finally:
+        _C._set_log_recompiles(previous)
+    assert "is not replayed: argument 1 is a cpu tensor" in capfd.readouterr().err
+
+
+def test_replay_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_COMPILE_REPLAY", "0")
+    compiled = torch.compile(lambda x: x.exp() - 1, backend="tpu")
+    for _ in range(3):
+        out, was_replay = replayed(compiled, torch.zeros(4, device="tpu"))
+        assert not was_replay
+        torch.testing.assert_close(out.cpu(), torch.zeros(4))
