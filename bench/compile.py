@@ -3,7 +3,11 @@ modes, PyTorch CPU eager and torch.compile with Inductor on the CPU, all in one 
 then the time to the first compiled step in a fresh process, with a cold and a warm
 compile cache (TORCH_TPU_CACHE_DIR in a temporary directory).
 
-    python bench/compile.py [--repeats 5] [--threads N]
+    python bench/compile.py [--repeats 5] [--threads N] [--sections gpt,host,first]
+
+Sections: `gpt` the training step; `host` the host time per compiled call of a chain
+of 10, 100 and 1000 small elementwise ops (replayed, with replay off, and Inductor);
+`first` the time to the first compiled step in a fresh process.
 
 The compiled step is the whole training step (forward, backward, AdamW's step and
 zero_grad) under one torch.compile. Ratios are against PyTorch CPU eager (> 1 is slower).
@@ -33,6 +37,7 @@ import torch_tpu  # noqa: E402
 CASES = [
     # (label, device, eager mode or None, torch.compile backend or None)
     ("tpu, torch.compile(backend='tpu')", "tpu", None, "tpu"),
+    ("tpu, torch.compile(backend='tpu'), replay off", "tpu", None, "tpu-no-replay"),
     ("tpu, strict eager", "tpu", "strict", None),
     ("tpu, defer_and_fuse eager", "tpu", "defer_and_fuse", None),
     ("CPU, PyTorch eager", "cpu", None, None),
@@ -40,11 +45,68 @@ CASES = [
 ]
 
 
+class replay_off:
+    """Graphs compiled inside this block record every call (TORCH_TPU_COMPILE_REPLAY=0)."""
+
+    def __enter__(self):
+        os.environ["TORCH_TPU_COMPILE_REPLAY"] = "0"
+
+    def __exit__(self, *exc):
+        os.environ.pop("TORCH_TPU_COMPILE_REPLAY", None)
+
+
+def compiled(fn, backend: str):
+    """torch.compile(fn) with `backend`; "tpu-no-replay" is the tpu backend with replay
+    off, compiled at the first call (which is when the setting is read)."""
+    if backend != "tpu-no-replay":
+        return torch.compile(fn, backend=backend)
+    inner = torch.compile(fn, backend="tpu")
+
+    def call(*args):
+        with replay_off():
+            return inner(*args)
+
+    return call
+
+
 def gpt_step(device: str, backend: str | None):
     """bench/run.py's GPT training step (2 layers, width 64, batch 16x32), compiled with
     `backend` when one is given."""
     step, _ = eager_gpt_step(device)
-    return torch.compile(step, backend=backend) if backend else step
+    return compiled(step, backend) if backend else step
+
+
+def op_chain(device: str, ops: int, backend: str):
+    """A compiled chain of `ops` elementwise ops on 128 floats: its time per call is host
+    time (the device work is tiny)."""
+    x = torch.randn(128, device=device)
+
+    def chain(y):
+        for i in range(ops):
+            y = y * 1.0001 if i % 2 else y + 0.001
+        return y
+
+    fn = compiled(chain, backend)
+    return lambda: fn(x)
+
+
+def host_time_table(repeats: int) -> None:
+    variants = [
+        ("tpu, replayed", "tpu", "tpu"),
+        ("tpu, replay off", "tpu", "tpu-no-replay"),
+        ("CPU, Inductor", "cpu", "inductor"),
+    ]
+    sizes = (10, 100, 1000)
+    times = {}
+    for ops in sizes:
+        for label, device, backend in variants:
+            torch._dynamo.reset()
+            times[label, ops] = timed(op_chain(device, ops, backend), device, repeats, inner=20)
+    print("\n| host time per compiled call (us) | " + " | ".join(f"{n} ops" for n in sizes) + " | 1000 / 10 |")
+    print("|---|" + "---:|" * len(sizes) + " 1000 / 10 |")
+    for label, _, _ in variants:
+        cells = " | ".join(f"{times[label, n] * 1e6:.0f}" for n in sizes)
+        print(f"| {label} | {cells} | {times[label, 1000] / times[label, 10]:.1f} |")
 
 
 def measure(device: str, mode: str | None, backend: str | None, repeats: int) -> float:
@@ -98,24 +160,38 @@ def main() -> None:
         default=os.cpu_count() or 1,
         help="PyTorch's CPU threads (use 1 on a busy machine: contended threads spin)",
     )
+    parser.add_argument("--sections", default="gpt,host,first")
     parser.add_argument("--first-step", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_step:
         first_step()
         return
     torch.set_num_threads(args.threads)
+    sections = args.sections.split(",")
+    if "gpt" in sections:
+        gpt_table(args.repeats)
+    if "host" in sections:
+        host_time_table(args.repeats)
+    if "first" in sections:
+        first_step_table()
+
+
+def gpt_table(repeats: int) -> None:
     times = {}
     for label, device, mode, backend in CASES:
-        times[label] = measure(device, mode, backend, args.repeats)
+        times[label] = measure(device, mode, backend, repeats)
     cpu = times["CPU, PyTorch eager"]
     print("| GPT training step (2 layers, width 64, batch 16x32) | ms | / CPU eager |")
     print("|---|---:|---:|")
     for label, seconds in times.items():
         print(f"| {label} | {seconds * 1e3:.2f} | {seconds / cpu:.2f} |")
     print(
-        f"\nmedian of {args.repeats} repeats of 5 steps; {torch_tpu.platform()} platform, "
+        f"\nmedian of {repeats} repeats of 5 steps; {torch_tpu.platform()} platform, "
         f"{torch.get_num_threads()} CPU threads"
     )
+
+
+def first_step_table() -> None:
     print("\n| first compiled step, fresh process | total (s) | first step (s) | compiles |")
     print("|---|---:|---:|---|")
     for name, run in zip(("cold cache", "warm cache"), cold_and_warm()):

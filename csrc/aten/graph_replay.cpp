@@ -51,7 +51,9 @@ std::optional<std::vector<GraphReplay::ArgumentSignature>> GraphReplay::signatur
       continue;
     }
     if (t.device().type() != c10::DeviceType::PrivateUse1) {
-      *why = "argument " + std::to_string(i) + " is a " + t.device().str() + " tensor";
+      // Optimizers keep their step counts on the CPU unless capturable=True (or fused).
+      *why = "argument " + std::to_string(i) + " is a " + t.device().str() +
+             " tensor (an optimizer keeps its step count on the CPU unless capturable=True)";
       return std::nullopt;
     }
     if (have_device && t.device().index() != *device) {
@@ -111,6 +113,7 @@ bool GraphReplay::matches(const Plan& plan, const std::vector<GraphArgument>& ar
 
 std::optional<std::vector<at::Tensor>> GraphReplay::run(const std::vector<GraphArgument>& args,
                                                         int* plan) {
+  std::lock_guard<std::mutex> lock(mutex_);
   for (size_t p = plans_.size(); p-- > 0;) {
     if (!matches(plans_[p], args)) continue;
     runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(plans_[p].device);
@@ -209,6 +212,9 @@ std::optional<std::vector<at::Tensor>> GraphReplay::replay(const Plan& plan,
 }
 
 void GraphReplay::begin(const std::vector<GraphArgument>& args) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (watcher_ != std::thread::id()) return;  // another thread is recording this graph
+  watcher_ = std::this_thread::get_id();
   watch_ = Watch{};
   runtime::Runtime& rt = runtime::Runtime::get();
   rt.flush_deferred();
@@ -243,6 +249,9 @@ void GraphReplay::begin(const std::vector<GraphArgument>& args) {
 }
 
 void GraphReplay::abandon() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (watcher_ != std::this_thread::get_id()) return;
+  watcher_ = std::thread::id();
   log_random_keys(nullptr);
   if (watch_.recordable)
     runtime::Runtime::get().deferred_graph(watch_.device).record_next_flush(nullptr);
@@ -251,6 +260,12 @@ void GraphReplay::abandon() {
 
 int GraphReplay::finish(const std::vector<GraphArgument>& args,
                         const std::vector<at::Tensor>& outputs, std::string* why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (watcher_ != std::this_thread::get_id()) {
+    *why = "another thread was recording it";
+    return -1;
+  }
+  watcher_ = std::thread::id();
   log_random_keys(nullptr);
   Watch watch = std::move(watch_);
   watch_ = Watch{};
@@ -356,8 +371,8 @@ int GraphReplay::finish(const std::vector<GraphArgument>& args,
     }
   }
   if (runtime::RecompileLog::enabled() && !plans_.empty()) {
-    runtime::RecompileLog::write("[torch_tpu] replay plan " + std::to_string(plans_.size() + 1) +
-                                 " for " + label_ + ": " + explain_new_signature(plan.signature));
+    runtime::RecompileLog::write("replay plan " + std::to_string(plans_.size() + 1) + " for " +
+                                 label_ + ": " + explain_new_signature(plan.signature));
   }
   plans_.push_back(std::move(plan));
   return static_cast<int>(plans_.size()) - 1;

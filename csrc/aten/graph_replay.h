@@ -12,8 +12,10 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -46,7 +48,10 @@ class GraphReplay {
   // Ends a begin() whose call raised.
   void abandon();
 
-  size_t plans() const { return plans_.size(); }
+  size_t plans() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return plans_.size();
+  }
   const std::string& label() const { return label_; }
   // Plans kept per graph; a graph that meets more signatures records the rest each call.
   static constexpr size_t kMaxPlans = 8;
@@ -93,6 +98,10 @@ class GraphReplay {
   std::string explain_new_signature(const std::vector<ArgumentSignature>& signature) const;
 
   std::string label_;
+  // One compiled graph may be called from several threads: plans and the watch are
+  // shared, and only one thread records at a time (the others run unrecorded).
+  std::mutex mutex_;
+  std::thread::id watcher_;
   std::vector<Plan> plans_;
   // State of the call being recorded (between begin() and finish()).
   struct Watch {

@@ -113,7 +113,7 @@ void register_replay_bindings(py::module& m) {
              self.tuple[plan] = py::isinstance<py::tuple>(outputs);
              return "";
            })
-      .def_property_readonly("plans", [](const CompiledGraph& self) { return self.core.plans(); })
+      .def_property_readonly("plans", [](CompiledGraph& self) { return self.core.plans(); })
       .def_property_readonly("label", [](const CompiledGraph& self) { return self.core.label(); });
 }
 
