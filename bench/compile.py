@@ -102,8 +102,9 @@ def host_time_table(repeats: int) -> None:
         for label, device, backend in variants:
             torch._dynamo.reset()
             times[label, ops] = timed(op_chain(device, ops, backend), device, repeats, inner=20)
-    print("\n| host time per compiled call (us) | " + " | ".join(f"{n} ops" for n in sizes) + " | 1000 / 10 |")
-    print("|---|" + "---:|" * len(sizes) + " 1000 / 10 |")
+    columns = " | ".join(f"{n} ops" for n in sizes)
+    print(f"\n| host time per compiled call (us) | {columns} | 1000 / 10 |")
+    print("|---|" + "---:|" * (len(sizes) + 1))
     for label, _, _ in variants:
         cells = " | ".join(f"{times[label, n] * 1e6:.0f}" for n in sizes)
         print(f"| {label} | {cells} | {times[label, 1000] / times[label, 10]:.1f} |")
