@@ -223,3 +223,39 @@ def test_replay_can_be_turned_off(monkeypatch):
         out, was_replay = replayed(compiled, torch.zeros(4, device="tpu"))
         assert not was_replay
         torch.testing.assert_close(out.cpu(), torch.zeros(4))
+
+
+# OpInfo entries whose first float32 sample is compiled, replayed twice and compared
+# with the CPU: elementwise, reductions, matmuls, indexing, sorting, norms. (A graph of
+# views alone runs no program: there is nothing to replay.)
+REPLAYED_OPS = (
+    "add", "pow", "clamp", "amax", "log_softmax", "addmm", "bmm", "cat", "gather",
+    "cumsum", "topk", "sort", "masked_fill", "triu", "var", "nn.functional.layer_norm",
+)  # fmt: skip
+
+
+def test_opinfo_samples_replay_with_cpu_results():
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    def to_tpu(x):
+        if isinstance(x, torch.Tensor):
+            return x.to("tpu")
+        return type(x)(to_tpu(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+    def to_cpu(x):
+        return x.cpu() if isinstance(x, torch.Tensor) else [v.cpu() for v in x]
+
+    ops = {op.name: op for op in op_db if op.name in REPLAYED_OPS and not op.variant_test_name}
+    assert sorted(ops) == sorted(REPLAYED_OPS)
+    for name, op in ops.items():
+        sample = next(iter(op.sample_inputs("cpu", torch.float32)))
+        args = [sample.input, *sample.args]
+        expected = op.op(*args, **sample.kwargs)
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda *a: op.op(*a, **sample.kwargs), backend="tpu")
+        for call in range(3):
+            out, was_replay = replayed(compiled, *to_tpu(args))
+            assert was_replay == (call > 0), name
+            torch.testing.assert_close(
+                to_cpu(out), to_cpu(expected), rtol=1e-4, atol=1e-4, equal_nan=True, msg=name
+            )
