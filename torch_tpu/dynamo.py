@@ -39,9 +39,15 @@ from torch_tpu import _C
 _GRAPH_MODE = "defer_and_fuse"
 
 
-def _run_fused(gm: torch.fx.GraphModule, args: list[Any], replay: _C._GraphReplay) -> Any:
+def _run_fused(
+    gm: torch.fx.GraphModule,
+    args: list[Any],
+    replay: _C._GraphReplay | None,
+    logged: set[str],
+) -> Any:
     """Runs one AOTAutograd graph with every op deferred, then compiles and runs it,
-    and lets `replay` keep a plan of that run for later calls with the same signature.
+    and lets `replay` (if any) keep a plan of that run for later calls with the same
+    signature. Why a call could not be kept is logged once per reason into `logged`.
 
     The mode is this thread's only (rank threads and the autograd thread run graphs
     concurrently) and the switch does not wait for enqueued work, as ``eager_mode()``
@@ -50,15 +56,18 @@ def _run_fused(gm: torch.fx.GraphModule, args: list[Any], replay: _C._GraphRepla
     """
     previous = _C._set_thread_eager_mode(_GRAPH_MODE)
     out = None
+    why = ""
     try:
-        replay.begin(args)
+        if replay is not None:
+            replay.begin(args)
         out = gm(*args)
         torch_tpu.sync()
     finally:
-        why = replay.finish(args, out)
+        if replay is not None:
+            why = replay.finish(args, out)
         _C._set_thread_eager_mode(previous)
-    if why and _C._get_log_recompiles() and why not in _unreplayed.setdefault(id(replay), set()):
-        _unreplayed[id(replay)].add(why)
+    if why and why not in logged and _C._get_log_recompiles():
+        logged.add(why)
         print(f"[torch_tpu] {replay.label} is not replayed: {why}", file=sys.stderr)
     return out
 
@@ -67,8 +76,6 @@ def _replay_enabled() -> bool:
     return os.environ.get("TORCH_TPU_COMPILE_REPLAY", "1") != "0"
 
 
-# Reasons already logged per graph (TORCH_TPU_LOG_RECOMPILES=1), so each is said once.
-_unreplayed: dict[int, set[str]] = {}
 _graph_count = itertools.count()
 
 
@@ -98,15 +105,16 @@ def decompositions() -> dict[torch._ops.OpOverload, Callable]:
 def _compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     """AOTAutograd's forward, backward or inference compiler: a boxed callable."""
 
-    replay = _C._GraphReplay(f"compiled graph {next(_graph_count)}")
-    replaying = _replay_enabled()
+    label = f"compiled graph {next(_graph_count)}"
+    replay = _C._GraphReplay(label) if _replay_enabled() else None
+    logged: set[str] = set()  # reasons not to replay, said once (TORCH_TPU_LOG_RECOMPILES=1)
 
     def run(args: list[Any]) -> Any:
-        if replaying:
+        if replay is not None:
             out = replay.run(args)
             if out is not None:
                 return out
-        return _run_fused(gm, args, replay)
+        return _run_fused(gm, args, replay, logged)
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run

@@ -12,9 +12,8 @@
 namespace tpu::aten {
 
 namespace {
-std::mutex mutex;
-std::optional<EagerMode> mode;
-// The mode once known, read without the lock by every op (-1: not read yet).
+std::mutex mutex;  // first read of the environment
+// The process-wide mode, read without the lock by every op (-1: not read yet).
 std::atomic<int> known_mode{-1};
 thread_local std::optional<EagerMode> thread_mode;
 
@@ -37,17 +36,19 @@ EagerMode eager_mode() {
   int known = known_mode.load(std::memory_order_acquire);
   if (known >= 0) return static_cast<EagerMode>(known);
   std::lock_guard<std::mutex> lock(mutex);
-  if (!mode.has_value()) {
+  known = known_mode.load(std::memory_order_acquire);
+  if (known < 0) {
     const char* text = std::getenv("TORCH_TPU_EAGER_MODE");
     // TorchTPU's names (TORCH_TPU_*) and the short ones are both accepted.
     bool blocking = flag("TORCH_TPU_LAUNCH_BLOCKING") || flag("TPU_LAUNCH_BLOCKING");
     bool fuse = flag("TORCH_TPU_DEFER_AND_FUSE") || flag("TPU_DEFER_AND_FUSE");
-    mode = blocking ? EagerMode::Debug
-           : fuse   ? EagerMode::DeferAndFuse
-                    : parse_eager_mode(text != nullptr ? text : "");
+    EagerMode mode = blocking ? EagerMode::Debug
+                     : fuse   ? EagerMode::DeferAndFuse
+                              : parse_eager_mode(text != nullptr ? text : "");
+    known = static_cast<int>(mode);
+    known_mode.store(known, std::memory_order_release);
   }
-  known_mode.store(static_cast<int>(*mode), std::memory_order_release);
-  return *mode;
+  return static_cast<EagerMode>(known);
 }
 
 std::optional<EagerMode> set_thread_eager_mode(std::optional<EagerMode> value) {
@@ -59,7 +60,6 @@ std::optional<EagerMode> set_thread_eager_mode(std::optional<EagerMode> value) {
 void set_eager_mode(EagerMode value) {
   sync();
   std::lock_guard<std::mutex> lock(mutex);
-  mode = value;
   known_mode.store(static_cast<int>(value), std::memory_order_release);
 }
 
