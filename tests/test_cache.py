@@ -269,7 +269,8 @@ def test_fused_graphs_are_cached_on_disk_too(private_cache, capfd):
     try:
         expected = step()
         torch.testing.assert_close(expected, (x.sin() * 2 + 1).relu().sum(dim=1))
-        assert "compile fused graph: new fused graph" in capfd.readouterr().err
+        # "new fused graph", or "new shapes" when an earlier test logged a similar graph.
+        assert "compile fused graph: new " in capfd.readouterr().err
         _C._cache_clear_memory()  # as if the process restarted
         before = counts()
         assert torch.equal(step(), expected)
