@@ -3,11 +3,13 @@ modes, PyTorch CPU eager and torch.compile with Inductor on the CPU, all in one 
 then the time to the first compiled step in a fresh process, with a cold and a warm
 compile cache (TORCH_TPU_CACHE_DIR in a temporary directory).
 
-    python bench/compile.py [--repeats 5] [--threads N] [--sections gpt,host,first]
+    python bench/compile.py [--repeats 5] [--threads N] [--sections gpt,host,first,newshape]
 
 Sections: `gpt` the training step; `host` the host time per compiled call of a chain
 of 10, 100 and 1000 small elementwise ops (replayed, with replay off, and Inductor);
-`first` the time to the first compiled step in a fresh process.
+`first` the time to the first compiled step in a fresh process; `newshape` the compile
+time of a one-op eager program met with a new shape (disk cache off), with the latency
+options ops get (TORCH_TPU_FAST_OP_COMPILE=1, the default) and with a graph's.
 
 The compiled step is the whole training step (forward, backward, AdamW's step and
 zero_grad) under one torch.compile. Ratios are against PyTorch CPU eager (> 1 is slower).
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -136,6 +139,57 @@ def first_step() -> None:
     )
 
 
+NEW_SHAPE_OPS = {
+    "add": lambda x: x + x,
+    "mul by scalar": lambda x: x * 3.0,
+    "sin": torch.sin,
+    "sum over rows": lambda x: x.sum(1),
+    "softmax": lambda x: x.softmax(1),
+    "sort": lambda x: x.sort(1)[0],
+    "matmul": lambda x: x @ x.t(),
+}
+
+
+def new_shape_compiles() -> None:
+    """In a fresh process: median compile ms of each op over 9 new shapes."""
+    results = {}
+    for index, (name, op) in enumerate(NEW_SHAPE_OPS.items()):
+        samples = []
+        for i in range(9):
+            x = torch.randn(3 + i, 5 + 2 * i + 20 * index, device="tpu")
+            torch.tpu.synchronize()
+            before = torch_tpu.metrics.snapshot()
+            op(x)
+            torch.tpu.synchronize()
+            after = torch_tpu.metrics.snapshot()
+            assert after["compiles"] - before["compiles"] == 1, name
+            samples.append((after["compile_seconds"] - before["compile_seconds"]) * 1e3)
+        results[name] = statistics.median(samples)
+    print(json.dumps(results))
+
+
+def new_shape_table(repeats: int) -> None:
+    variants = {"op options (default)": "1", "graph options": "0"}
+    samples = {variant: [] for variant in variants}
+    for _ in range(max(1, repeats // 2)):
+        for variant, fast in variants.items():  # interleaved: drifts hit both alike
+            env = dict(os.environ, TORCH_TPU_CACHE_DIR="off", TORCH_TPU_FAST_OP_COMPILE=fast)
+            out = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--new-shapes"],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            samples[variant].append(json.loads(out.strip().splitlines()[-1]))
+    print("\n| new-shape eager op: compile ms (median) | " + " | ".join(variants) + " | ratio |")
+    print("|---|" + "---:|" * (len(variants) + 1))
+    for name in NEW_SHAPE_OPS:
+        medians = [statistics.median(run[name] for run in samples[v]) for v in variants]
+        cells = " | ".join(f"{m:.1f}" for m in medians)
+        print(f"| {name} | {cells} | {medians[0] / medians[1]:.2f} |")
+
+
 def cold_and_warm() -> list[dict]:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache)
@@ -161,11 +215,15 @@ def main() -> None:
         default=os.cpu_count() or 1,
         help="PyTorch's CPU threads (use 1 on a busy machine: contended threads spin)",
     )
-    parser.add_argument("--sections", default="gpt,host,first")
+    parser.add_argument("--sections", default="gpt,host,first,newshape")
     parser.add_argument("--first-step", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--new-shapes", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_step:
         first_step()
+        return
+    if args.new_shapes:
+        new_shape_compiles()
         return
     torch.set_num_threads(args.threads)
     sections = args.sections.split(",")
@@ -175,6 +233,8 @@ def main() -> None:
         host_time_table(args.repeats)
     if "first" in sections:
         first_step_table()
+    if "newshape" in sections:
+        new_shape_table(args.repeats)
 
 
 def gpt_table(repeats: int) -> None:

@@ -83,7 +83,8 @@ void check_compiles(const std::string& op_name, const hlo::Callee& callee,
   for (const hlo::TensorType& type : inputs) arguments.push_back(b.parameter(type));
   std::vector<hlo::Value> results = b.call(callee, arguments, outputs);
   try {
-    runtime::Runtime::get().programs().get(b.module_text(results), op_name);
+    runtime::Runtime::get().programs().get(b.module_text(results), op_name,
+                                           runtime::ProgramKind::Graph);
   } catch (const std::exception& e) {
     TORCH_CHECK(false, op_name, ": the kernel does not compile: ", e.what());
   }

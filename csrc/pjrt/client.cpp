@@ -67,6 +67,35 @@ std::string replicated_compile_options(const std::vector<int64_t>& device_ids) {
   return options + build;
 }
 
+namespace {
+// CompileOptionsProto.env_option_overrides (7) += {name: value}, where `value` is one
+// serialized OptionOverrideProto field; appending a field to a message merges it.
+std::string with_override_field(std::string options, const std::string& name,
+                                const std::string& value) {
+  std::string entry("\x0a", 1);  // the map entry's key (1)
+  append_varint(&entry, name.size());
+  entry += name;
+  entry.push_back(0x12);  // its value (2)
+  append_varint(&entry, value.size());
+  entry += value;
+  options.push_back(0x3a);
+  append_varint(&options, entry.size());
+  return options + entry;
+}
+}  // namespace
+
+std::string with_option_override(std::string options, const std::string& name, int64_t value) {
+  std::string field("\x18", 1);  // OptionOverrideProto.int_field (3)
+  append_varint(&field, static_cast<uint64_t>(value));
+  return with_override_field(std::move(options), name, field);
+}
+
+std::string with_option_override(std::string options, const std::string& name, bool value) {
+  // OptionOverrideProto.bool_field (2).
+  return with_override_field(std::move(options), name,
+                             std::string{'\x10', value ? '\x01' : '\x00'});
+}
+
 Client::Client(std::shared_ptr<const Plugin> plugin, const std::vector<CreateOption>& options)
     : plugin_(std::move(plugin)) {
   const PJRT_Api* api = plugin_->api();

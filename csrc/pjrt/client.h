@@ -93,4 +93,10 @@ std::string portable_compile_options();
 // a collective, which each rank launches on its own device of the assignment.
 std::string replicated_compile_options(const std::vector<int64_t>& device_ids);
 
+// `options` (a serialized xla.CompileOptionsProto) with the XLA debug option `name` set
+// to `value` for this compile only (CompileOptionsProto.env_option_overrides, which the
+// plugin applies over its XLA_FLAGS defaults, so every other option keeps its value).
+std::string with_option_override(std::string options, const std::string& name, int64_t value);
+std::string with_option_override(std::string options, const std::string& name, bool value);
+
 }  // namespace tpu::pjrt

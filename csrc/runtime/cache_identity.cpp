@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "runtime/fingerprint.h"
+#include "runtime/program_cache.h"
 
 namespace tpu::runtime {
 
@@ -50,7 +51,9 @@ std::string cache_identity(const pjrt::Client& client, const std::string& torch_
     identity += "plugin." + name + "=" + value + "\n";
   }
   identity += "plugin_file=" + file_fingerprint(plugin.path()) + "\n";
-  identity += "compile_options=" + hex(pjrt::portable_compile_options()) + "\n";
+  identity += "op_compile_options=" + hex(compile_options_for(client, ProgramKind::Op)) + "\n";
+  identity +=
+      "graph_compile_options=" + hex(compile_options_for(client, ProgramKind::Graph)) + "\n";
   identity += "torch_tpu=" + torch_tpu_version + "\n";
   // The plugins read their compiler flags from these, and flags change the code
   // compiled (fast math, vector width...): a program compiled under other flags

@@ -323,7 +323,8 @@ void DeferredGraph::flush() {
   try {
     Runtime& runtime = Runtime::get();
     auto executable = compile_options_.empty()
-                          ? runtime.programs().get(build_text(results, donated_to), "fused graph")
+                          ? runtime.programs().get(build_text(results, donated_to), "fused graph",
+                                                   ProgramKind::Graph)
                           : runtime.programs().get(build_text(results, donated_to), "fused graph",
                                                    compile_options_);
     if (recording != nullptr && compile_options_.empty()) {

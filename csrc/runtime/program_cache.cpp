@@ -25,18 +25,31 @@ size_t max_programs_from_environment() {
 }
 }  // namespace
 
+std::string compile_options_for(const pjrt::Client& client, ProgramKind kind) {
+  std::string options = pjrt::portable_compile_options();
+  const char* fast = std::getenv("TORCH_TPU_FAST_OP_COMPILE");
+  bool fast_ops = fast == nullptr || std::string(fast) != "0";
+  if (kind == ProgramKind::Op && fast_ops && client.platform_name() == "cpu") {
+    options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
+  }
+  return options;
+}
+
 ProgramCache::ProgramCache(const pjrt::Client& client)
-    : client_(client), max_programs_(max_programs_from_environment()) {}
+    : client_(client),
+      op_options_(compile_options_for(client, ProgramKind::Op)),
+      graph_options_(compile_options_for(client, ProgramKind::Graph)),
+      max_programs_(max_programs_from_environment()) {}
 
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
-                                                    const std::string& label) {
-  return get_keyed(program, program, label, "");
+                                                    const std::string& label, ProgramKind kind) {
+  return get_keyed(program, program, label, kind == ProgramKind::Op ? op_options_ : graph_options_);
 }
 
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
                                                     const std::string& label,
                                                     const std::string& compile_options) {
-  if (compile_options.empty()) return get(program, label);
+  if (compile_options.empty()) return get(program, label, ProgramKind::Graph);
   // An MLIR comment, so the key is still the text of a valid module (dumps stay usable).
   static const char kHex[] = "0123456789abcdef";
   std::string key = program + "\n// compile options: ";
@@ -127,9 +140,7 @@ std::shared_ptr<pjrt::Executable> ProgramCache::compile(const std::string& progr
                                                         const std::string& compile_options) {
   std::string why = RecompileLog::enabled() ? log_.explain(label, program) : "";
   auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<pjrt::Executable> executable = compile_options.empty()
-                                                     ? client_.compile(program)
-                                                     : client_.compile(program, compile_options);
+  std::shared_ptr<pjrt::Executable> executable = client_.compile(program, compile_options);
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   metrics().count_compile(elapsed.count());
   if (!why.empty()) {

@@ -165,6 +165,39 @@ TEST(CompileOptions, OneReplicaOnePartitionPortable) {
   EXPECT_EQ(portable_compile_options(), std::string("\x1a\x04\x20\x01\x28\x01\x20\x01", 8));
 }
 
+TEST(CompileOptions, AnOptionOverrideIsAMapEntryAppendedToTheOptions) {
+  std::string base = portable_compile_options();
+  // env_option_overrides (7) { key (1): "opt", value (2): { bool_field (2): false } }.
+  EXPECT_EQ(with_option_override(base, "opt", false),
+            base + std::string("\x3a\x09\x0a\x03opt\x12\x02\x10\x00", 11));
+  // int_field (3) = 300, a two-byte varint.
+  EXPECT_EQ(with_option_override(base, "opt", int64_t{300}),
+            base + std::string("\x3a\x0a\x0a\x03opt\x12\x03\x18\xac\x02", 12));
+}
+
+TEST(CompileOptions, TheCpuPluginAppliesOverridesAndRejectsUnknownOnes) {
+  if (shared_client().platform_name() != "cpu") GTEST_SKIP() << "XLA:CPU's option names";
+  std::string options =
+      with_option_override(portable_compile_options(), "xla_cpu_use_fusion_emitters", false);
+  auto executable = shared_client().compile(kAddAndSum, options);
+  float a[4] = {1, 2, 3, 4};
+  BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
+  std::vector<BufferPtr> outputs =
+      executable->execute({ba->get(), ba->get()}, shared_client().device(0));
+  float total = 0;
+  outputs[1]->to_host(&total, sizeof total);
+  EXPECT_EQ(total, 20.0f);
+  std::string unknown =
+      with_option_override(portable_compile_options(), "xla_no_such_option", true);
+  try {
+    shared_client().compile(kAddAndSum, unknown);
+    FAIL() << "an unknown option compiled";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("xla_no_such_option"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(Executable, OneCompileRunsOnEveryDevice) {
   auto executable = shared_client().compile(kAddAndSum);
   for (int device = 0; device < shared_client().device_count(); ++device) {
