@@ -139,6 +139,18 @@ def first_step() -> None:
     )
 
 
+def fresh_process(flag: str, env: dict) -> dict:
+    """The JSON line this script prints when run with `flag` in a new process."""
+    out = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), flag],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 NEW_SHAPE_OPS = {
     "add": lambda x: x + x,
     "mul by scalar": lambda x: x * 3.0,
@@ -174,14 +186,7 @@ def new_shape_table(repeats: int) -> None:
     for _ in range(max(1, repeats // 2)):
         for variant, fast in variants.items():  # interleaved: drifts hit both alike
             env = dict(os.environ, TORCH_TPU_CACHE_DIR="off", TORCH_TPU_FAST_OP_COMPILE=fast)
-            out = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--new-shapes"],
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            samples[variant].append(json.loads(out.strip().splitlines()[-1]))
+            samples[variant].append(fresh_process("--new-shapes", env))
     print("\n| new-shape eager op: compile ms (median) | " + " | ".join(variants) + " | ratio |")
     print("|---|" + "---:|" * (len(variants) + 1))
     for name in NEW_SHAPE_OPS:
@@ -193,17 +198,7 @@ def new_shape_table(repeats: int) -> None:
 def cold_and_warm() -> list[dict]:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache)
-        runs = []
-        for _ in ("cold", "warm"):
-            out = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--first-step"],
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            runs.append(json.loads(out.strip().splitlines()[-1]))
-        return runs
+        return [fresh_process("--first-step", env) for _ in ("cold", "warm")]
 
 
 def main() -> None:

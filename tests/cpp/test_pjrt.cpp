@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -30,6 +31,16 @@ module @m {
   }
 }
 )";
+
+// kAddAndSum run on device 0 with both operands `a`: the sum of a + a.
+float sum_of_a_plus_a(Executable& executable, std::array<float, 4> a) {
+  BufferPtr ba = shared_client().buffer_from_host(a.data(), PJRT_Buffer_Type_F32, {4}, 0);
+  std::vector<BufferPtr> outputs =
+      executable.execute({ba->get(), ba->get()}, shared_client().device(0));
+  float total = 0;
+  outputs[1]->to_host(&total, sizeof total);
+  return total;
+}
 
 TEST(Plugin, LoadsAndReportsVersion) {
   const Plugin& plugin = shared_client().plugin();
@@ -139,13 +150,7 @@ TEST(Executable, SerializeAndDeserialize) {
   std::string bytes = executable->serialize();
   ASSERT_FALSE(bytes.empty());
   auto loaded = shared_client().deserialize(bytes);
-  float a[4] = {1, 1, 1, 1};
-  BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
-  std::vector<BufferPtr> outputs =
-      loaded->execute({ba->get(), ba->get()}, shared_client().device(0));
-  float total = 0;
-  outputs[1]->to_host(&total, sizeof total);
-  EXPECT_EQ(total, 8.0f);
+  EXPECT_EQ(sum_of_a_plus_a(*loaded, {1, 1, 1, 1}), 8.0f);
 }
 
 TEST(Executable, CorruptSerializedBytesThrow) {
@@ -179,14 +184,7 @@ TEST(CompileOptions, TheCpuPluginAppliesOverridesAndRejectsUnknownOnes) {
   if (shared_client().platform_name() != "cpu") GTEST_SKIP() << "XLA:CPU's option names";
   std::string options =
       with_option_override(portable_compile_options(), "xla_cpu_use_fusion_emitters", false);
-  auto executable = shared_client().compile(kAddAndSum, options);
-  float a[4] = {1, 2, 3, 4};
-  BufferPtr ba = shared_client().buffer_from_host(a, PJRT_Buffer_Type_F32, {4}, 0);
-  std::vector<BufferPtr> outputs =
-      executable->execute({ba->get(), ba->get()}, shared_client().device(0));
-  float total = 0;
-  outputs[1]->to_host(&total, sizeof total);
-  EXPECT_EQ(total, 20.0f);
+  EXPECT_EQ(sum_of_a_plus_a(*shared_client().compile(kAddAndSum, options), {1, 2, 3, 4}), 20.0f);
   std::string unknown =
       with_option_override(portable_compile_options(), "xla_no_such_option", true);
   try {
