@@ -29,7 +29,9 @@ _CLIENT_OPTIONS = _plugin.client_options(_PLATFORM)
 if _CLIENT_OPTIONS:
     # The CPU plugin logs every create option at INFO level; that is noise to users.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-_C._initialize(_PLUGIN_PATH, _CLIENT_OPTIONS)
+from torch_tpu import _job  # noqa: E402
+
+_job.initialize_client(_C._initialize, _PLUGIN_PATH, _PLATFORM, _CLIENT_OPTIONS)
 
 torch.utils.rename_privateuse1_backend("tpu")
 

@@ -96,21 +96,37 @@ std::string with_option_override(std::string options, const std::string& name, b
                              std::string{'\x10', value ? '\x01' : '\x00'});
 }
 
-Client::Client(std::shared_ptr<const Plugin> plugin, const std::vector<CreateOption>& options)
-    : plugin_(std::move(plugin)) {
+Client::Client(std::shared_ptr<const Plugin> plugin, const std::vector<CreateOption>& options,
+               std::shared_ptr<KeyValueStore> key_values)
+    : plugin_(std::move(plugin)), key_values_(std::move(key_values)) {
   const PJRT_Api* api = plugin_->api();
   std::vector<PJRT_NamedValue> values(options.size());
   for (size_t i = 0; i < options.size(); ++i) {
     values[i].struct_size = PJRT_NamedValue_STRUCT_SIZE;
     values[i].name = options[i].first.c_str();
     values[i].name_size = options[i].first.size();
-    values[i].type = PJRT_NamedValue_kInt64;
-    values[i].int64_value = options[i].second;
-    values[i].value_size = 1;
+    if (const auto* list = std::get_if<std::vector<int64_t>>(&options[i].second)) {
+      values[i].type = PJRT_NamedValue_kInt64List;
+      values[i].int64_array_value = list->data();
+      values[i].value_size = list->size();
+    } else {
+      values[i].type = PJRT_NamedValue_kInt64;
+      values[i].int64_value = std::get<int64_t>(options[i].second);
+      values[i].value_size = 1;
+    }
   }
   auto create = PJRT_ARGS(PJRT_Client_Create_Args);
   create.create_options = values.data();
   create.num_options = values.size();
+  if (key_values_ != nullptr) {
+    const KeyValueCallbacks& callbacks = key_value_callbacks();
+    create.kv_get_callback = callbacks.get;
+    create.kv_get_user_arg = key_values_.get();
+    create.kv_put_callback = callbacks.put;
+    create.kv_put_user_arg = key_values_.get();
+    create.kv_try_get_callback = callbacks.try_get;
+    create.kv_try_get_user_arg = key_values_.get();
+  }
   check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
   client_ = create.client;
 

@@ -7,10 +7,12 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "buffer.h"
 #include "executable.h"
+#include "key_value_store.h"
 #include "plugin.h"
 
 namespace tpu::pjrt {
@@ -24,14 +26,18 @@ struct DeviceInfo {
   std::map<std::string, std::vector<int64_t>> int_attributes;
 };
 
-// An integer option of PJRT_Client_Create, such as the CPU plugin's
-// ("cpu_device_count", 2). Each plugin defines its own; unknown ones may be refused.
-using CreateOption = std::pair<std::string, int64_t>;
+// An option of PJRT_Client_Create: an integer or a list of integers, such as the CPU
+// plugin's ("cpu_device_count", 2) or the GPU plugin's ("visible_devices", {1}). Each
+// plugin defines its own; unknown ones may be refused.
+using CreateOption = std::pair<std::string, std::variant<int64_t, std::vector<int64_t>>>;
 
 class Client {
  public:
+  // `key_values` (shared by the job's processes, kept alive as long as the client) is
+  // offered to the plugin for a multi-process client; the plugin may ignore it.
   explicit Client(std::shared_ptr<const Plugin> plugin,
-                  const std::vector<CreateOption>& options = {});
+                  const std::vector<CreateOption>& options = {},
+                  std::shared_ptr<KeyValueStore> key_values = nullptr);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -77,6 +83,8 @@ class Client {
                    std::function<void()> done_with_host) const;
 
   std::shared_ptr<const Plugin> plugin_;
+  // Before client_: the plugin may call into it until the client is destroyed.
+  std::shared_ptr<KeyValueStore> key_values_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
   std::string platform_name_;

@@ -3,12 +3,15 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <optional>
+
 #include "aten/device.h"
 #include "aten/device_errors.h"
 #include "aten/eager_mode.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
 #include "aten/ops.h"
+#include "distributed/c10d_key_value_store.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
@@ -97,10 +100,28 @@ PYBIND11_MODULE(_C, m) {
   register_replay_bindings(m);
   m.def(
       "_initialize",
-      [](const std::string& path, const std::vector<pjrt::CreateOption>& options) {
-        runtime::Runtime::initialize(path, options);
+      [](const std::string& path, const std::vector<pjrt::CreateOption>& options,
+         std::optional<c10::intrusive_ptr<c10d::Store>> store, int node_id, int num_nodes,
+         double timeout_s) {
+        runtime::JobProcess job;
+        if (store) job.key_values = std::make_shared<distributed::C10dKeyValueStore>(*store);
+        job.node_id = node_id;
+        job.num_nodes = num_nodes;
+        job.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+        runtime::Runtime::initialize(path, options, std::move(job));
       },
-      py::arg("plugin_path"), py::arg("options") = std::vector<pjrt::CreateOption>{});
+      py::arg("plugin_path"), py::arg("options") = std::vector<pjrt::CreateOption>{},
+      py::arg("store") = py::none(), py::arg("node_id") = 0, py::arg("num_nodes") = 1,
+      py::arg("timeout_s") = 300.0, py::call_guard<py::gil_scoped_release>());
+  m.def("_job_info", [] {
+    const runtime::Runtime& rt = runtime::Runtime::get();
+    py::dict info;
+    info["node_id"] = rt.job().node_id;
+    info["num_nodes"] = rt.job().num_nodes;
+    info["multi_process"] = rt.job().is_multi_process();
+    info["client_options"] = rt.client_options();
+    return info;
+  });
   m.def("_is_initialized", &runtime::Runtime::is_initialized);
   m.def("_plugin_info", &plugin_info);
   m.def("_device_count", [] { return static_cast<int>(aten::device_count()); });

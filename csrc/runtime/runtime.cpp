@@ -25,10 +25,13 @@ void wait_quietly(const pjrt::Event& done) {
 }  // namespace
 
 Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin,
-                 const std::vector<pjrt::CreateOption>& options)
+                 const std::vector<pjrt::CreateOption>& options, JobProcess job)
     : plugin_(std::move(plugin)),
-      client_(std::make_unique<pjrt::Client>(plugin_, options)),
+      options_(options),
+      job_(std::move(job)),
+      client_(std::make_unique<pjrt::Client>(plugin_, options, job_.key_values)),
       programs_(std::make_unique<ProgramCache>(*client_)) {
+  check_same_platform(job_, client_->platform_name() + " " + client_->platform_version());
   for (int i = 0; i < client_->device_count(); ++i) {
     graphs_.push_back(std::make_unique<DeferredGraph>(i));
     if (std::optional<int64_t> limit = client_->memory_limit(i)) {
@@ -49,7 +52,7 @@ void Runtime::raise_deferred_checks() {
 }
 
 Runtime& Runtime::initialize(const std::string& plugin_path,
-                             const std::vector<pjrt::CreateOption>& options) {
+                             const std::vector<pjrt::CreateOption>& options, JobProcess job) {
   std::lock_guard<std::mutex> lock(init_mutex);
   if (instance != nullptr) {
     if (instance->plugin_->path() != plugin_path) {
@@ -59,7 +62,8 @@ Runtime& Runtime::initialize(const std::string& plugin_path,
     }
     return *instance;
   }
-  auto runtime = std::unique_ptr<Runtime>(new Runtime(pjrt::Plugin::load(plugin_path), options));
+  auto runtime = std::unique_ptr<Runtime>(
+      new Runtime(pjrt::Plugin::load(plugin_path), options, std::move(job)));
   instance = runtime.release();
   return *instance;
 }

@@ -9,6 +9,7 @@
 #include "pjrt/client.h"
 #include "pjrt/event.h"
 #include "runtime/deferred_graph.h"
+#include "runtime/job.h"
 #include "runtime/program_cache.h"
 
 namespace tpu::runtime {
@@ -17,14 +18,19 @@ class Runtime {
  public:
   // Loads the plugin at `plugin_path` and creates its client. Called once, by the
   // Python package (which does the discovery); later calls must name the same plugin.
-  // `options` go to PJRT_Client_Create (see pjrt::CreateOption).
+  // `options` go to PJRT_Client_Create (see pjrt::CreateOption); a multi-process `job`
+  // gives the client its key-value store and checks that every process loaded the
+  // same platform.
   static Runtime& initialize(const std::string& plugin_path,
-                             const std::vector<pjrt::CreateOption>& options = {});
+                             const std::vector<pjrt::CreateOption>& options = {},
+                             JobProcess job = {});
   // Throws std::runtime_error if initialize() has not succeeded.
   static Runtime& get();
   static bool is_initialized();
 
   const pjrt::Client& client() const { return *client_; }
+  const std::vector<pjrt::CreateOption>& client_options() const { return options_; }
+  const JobProcess& job() const { return job_; }
   ProgramCache& programs() { return *programs_; }
   int device_count() const { return client_->device_count(); }
 
@@ -50,9 +56,12 @@ class Runtime {
   void raise_deferred_checks();
 
  private:
-  Runtime(std::shared_ptr<pjrt::Plugin> plugin, const std::vector<pjrt::CreateOption>& options);
+  Runtime(std::shared_ptr<pjrt::Plugin> plugin, const std::vector<pjrt::CreateOption>& options,
+          JobProcess job);
 
   std::shared_ptr<pjrt::Plugin> plugin_;
+  std::vector<pjrt::CreateOption> options_;
+  JobProcess job_;
   std::unique_ptr<pjrt::Client> client_;
   std::unique_ptr<ProgramCache> programs_;
   std::vector<std::unique_ptr<DeferredGraph>> graphs_;

@@ -16,11 +16,12 @@ Two collective engines move tpu tensors (``engine_name()`` says which serves a g
   the group's devices, which every rank launches on its own device; the plugin moves
   the data device to device. On the CPU plugin it serves ranks that share one process
   (one thread per rank, each on its own device: ``torch_tpu.distributed.testing``).
+  Ranks in separate processes use it where their PJRT client is multi-process (torchrun
+  on the tpu and cuda platforms: see ``torch_tpu._job``): device ids are then global.
 - ``"host_staging(gloo)"``: device data staged through host memory and reduced by gloo.
-  Ranks in separate processes use it on every platform today (the multi-process PJRT
-  client that would give them XLA collectives is not built yet), and the xla engine
-  hands it cpu tensors and what has no XLA collective (barrier, gather, scatter,
-  send/recv, all_to_all with uneven splits).
+  Ranks in separate processes on the CPU plugin use it (that plugin runs no XLA
+  collectives across processes), and the xla engine hands it cpu tensors and what has
+  no XLA collective (barrier, gather, scatter, send/recv, all_to_all with uneven splits).
 
 Each eager collective is its own program by default, in every eager mode, so ranks that
 record different ops around a collective can never deadlock inside one fused program.
@@ -29,8 +30,8 @@ ops: defer_and_fuse and ``torch.compile(backend="tpu")`` then fuse the xla engin
 collectives into the program around them (one program per step and rank).
 
 ``TORCH_TPU_COLLECTIVES`` chooses: ``auto`` (default: xla where every rank of the group
-is in this process on a device of its own, otherwise host staging), ``xla`` (an error
-where it cannot serve the group) or ``host``.
+has a device of its own that this process's client can join, otherwise host staging),
+``xla`` (an error where it cannot serve the group) or ``host``.
 ``TORCH_TPU_DIST_CHECK=0`` skips the per-collective agreement check (a small exchange
 that turns mismatched shapes, dtypes or collectives across ranks into an error instead
 of a hang or a crash inside gloo).
@@ -115,28 +116,44 @@ def _xla_devices(gloo, rank: int, size: int) -> tuple[list[int], int, str]:
     )
     everyone = [torch.empty_like(mine) for _ in range(size)]
     gloo.allgather([everyone], [mine]).wait()
-    pids = {int(r[0]) for r in everyone}
-    if len(pids) > 1:
+    records = [(int(r[0]), int(r[2])) for r in everyone]
+    devices, why_not = xla_device_ids(records, _cross_process_client())
+    return devices, (device if devices else -1), why_not
+
+
+def _cross_process_client() -> str:
+    """Why this process's PJRT client cannot run XLA collectives with other processes,
+    or "" where it can (a multi-process client of a plugin that spans processes)."""
+    from torch_tpu import _PLATFORM, _job
+
+    if _PLATFORM not in _job.MULTI_PROCESS_PLATFORMS:
+        return f"the {_PLATFORM} plugin runs no XLA collectives across processes"
+    if not _C._job_info()["multi_process"]:
         return (
-            [],
-            -1,
-            (
-                "the group's ranks are in separate processes: XLA collectives across "
-                "processes need the multi-process PJRT client, which torch_tpu does not "
-                "create yet"
-            ),
+            "this process's PJRT client is not a multi-process one (start the job with "
+            "torchrun, and leave TORCH_TPU_MULTIPROCESS_CLIENT at auto or 1)"
         )
-    devices = [int(r[2]) for r in everyone]
-    if len(set(devices)) < size:
-        return (
-            [],
-            -1,
-            (
-                f"ranks share devices (device ids by rank: {devices}): give each rank its "
-                "own device with torch.tpu.set_device before init_process_group"
-            ),
+    return ""
+
+
+def xla_device_ids(records: list[tuple[int, int]], cross_process_why_not: str = ""):
+    """(device ids by rank, "") from each rank's (pid, PJRT device id), or ([], why)
+    where XLA collectives cannot join those ranks: ranks in separate processes whose
+    client does not span processes (``cross_process_why_not`` says why), or ranks that
+    share a device.
+
+    >>> xla_device_ids([(7, 0), (7, 1)])
+    ([0, 1], '')
+    """
+    if len({pid for pid, _ in records}) > 1 and cross_process_why_not:
+        return [], f"the group's ranks are in separate processes and {cross_process_why_not}"
+    devices = [device for _, device in records]
+    if len(set(devices)) < len(devices):
+        return [], (
+            f"ranks share devices (device ids by rank: {devices}): give each rank its "
+            "own device with torch.tpu.set_device before init_process_group"
         )
-    return devices, device, ""
+    return devices, ""
 
 
 def _create_backend(options, backend_options=None):
