@@ -72,6 +72,11 @@ void write_into(const at::Tensor& t, const at::Tensor& values) {
   const_cast<at::Tensor&>(t).copy_(shaped);
 }
 
+std::unique_ptr<CollectiveEngine> required(std::unique_ptr<CollectiveEngine> control) {
+  TORCH_CHECK(control, "XlaCollectiveEngine needs a control engine");
+  return control;
+}
+
 bool equal_splits(const std::vector<int64_t>& splits, int64_t each) {
   for (int64_t s : splits)
     if (s != each) return false;
@@ -82,12 +87,12 @@ bool equal_splits(const std::vector<int64_t>& splits, int64_t each) {
 
 XlaCollectiveEngine::XlaCollectiveEngine(std::unique_ptr<CollectiveEngine> control, int rank,
                                          int size, int device, std::vector<int64_t> device_ids)
-    : control_(std::move(control)),
+    : control_(required(std::move(control))),
       rank_(rank),
       size_(size),
       device_(device),
-      compile_options_(pjrt::replicated_compile_options(device_ids)) {
-  TORCH_CHECK(control_, "XlaCollectiveEngine needs a control engine");
+      compile_options_(pjrt::replicated_compile_options(device_ids)),
+      p2p_(*control_, rank, device, device_ids) {
   TORCH_CHECK(static_cast<int>(device_ids.size()) == size,
               "XlaCollectiveEngine: one device id per rank expected, got ", device_ids.size(),
               " for ", size, " ranks");
@@ -136,13 +141,13 @@ at::Tensor XlaCollectiveEngine::reduced(const at::Tensor& input, const c10d::Red
   const int64_t count = x.numel();
   at::Tensor out;
   if (is_bitwise(combine)) {
-    out = launch(
-        "c10d::all_reduce", x,
-        [&](hlo::Builder& b, const hlo::Value& v) {
-          hlo::Value rows = hlo::all_gather(b, b.reshape(v, {1, count}), 0, replicas, channel);
-          return reduce_rows(b, rows, combine);
-        },
-        {count});
+    out = launch("c10d::all_reduce", x,
+                 [&](hlo::Builder& b, const hlo::Value& v) {
+                   hlo::Value rows =
+                       hlo::all_gather(b, b.reshape(v, {1, count}), 0, replicas, channel);
+                   return reduce_rows(b, rows, combine);
+                 },
+                 {count});
     if (scatter) out = out.reshape({size_, count / size_}).select(0, rank_).contiguous();
   } else if (!scatter) {
     out = launch(
@@ -270,11 +275,13 @@ WorkPtr XlaCollectiveEngine::scatter(const at::Tensor& output,
 }
 
 WorkPtr XlaCollectiveEngine::send(const at::Tensor& tensor, int dst, int tag) {
-  return control_->send(tensor, dst, tag);
+  if (!serves(tensor) || !XlaPointToPoint::serves_tag(tag)) return control_->send(tensor, dst, tag);
+  return p2p_.send(tensor, dst, tag);
 }
 
 WorkPtr XlaCollectiveEngine::recv(const at::Tensor& tensor, int src, int tag) {
-  return control_->recv(tensor, src, tag);
+  if (!serves(tensor) || !XlaPointToPoint::serves_tag(tag)) return control_->recv(tensor, src, tag);
+  return p2p_.recv(tensor, src, tag);
 }
 
 WorkPtr XlaCollectiveEngine::barrier() { return control_->barrier(); }

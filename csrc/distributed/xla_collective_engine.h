@@ -7,9 +7,12 @@
 // and of GPUs; on the CPU plugin it serves ranks that share one process (one thread
 // per rank, each on its own device: the test harness).
 //
+// send and recv of tpu tensors are collective_permute programs over the two ranks'
+// devices (xla_p2p.h).
+//
 // What has no XLA collective here goes to the control engine (the host-staging gloo
 // engine of the same ranks): cpu tensors, the agreement exchange, barrier, gather,
-// scatter, all_to_all with uneven splits, send and recv.
+// scatter, all_to_all with uneven splits.
 #pragma once
 
 #include <atomic>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "distributed/collective_engine.h"
+#include "distributed/xla_p2p.h"
 #include "hlo/builder.h"
 
 namespace tpu::distributed {
@@ -71,6 +75,7 @@ class XlaCollectiveEngine final : public CollectiveEngine {
   // Every rank issues its collectives in the same order, so the n-th collective of a
   // group has the same id on every rank: the launch id that joins their runs.
   int next_launch_ = 1;
+  XlaPointToPoint p2p_;  // uses *control_
 };
 
 }  // namespace tpu::distributed

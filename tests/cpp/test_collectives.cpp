@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -63,10 +64,7 @@ TEST_F(Collectives, AllGatherFollowsTheDeviceAssignment) {
   // Replica r runs on device 3 - r; device d contributes {10d, 10d + 1}.
   auto outputs = run_replicated(
       text, {3, 2, 1, 0}, {1, 2},
-      [](int r) {
-        return std::vector<float>{10.0f * (3 - r), 10.0f * (3 - r) + 1};
-      },
-      8);
+      [](int r) { return std::vector<float>{10.0f * (3 - r), 10.0f * (3 - r) + 1}; }, 8);
   const std::vector<float> expected{30, 31, 20, 21, 10, 11, 0, 1};
   for (const auto& out : outputs) EXPECT_EQ(out, expected);
 }
@@ -106,6 +104,73 @@ TEST_F(Collectives, CollectivePermuteRing) {
                                 replica_values, kReplicas);
   for (int r = 0; r < kReplicas; ++r) {
     EXPECT_EQ(outputs[r], replica_values((r + kReplicas - 1) % kReplicas)) << "replica " << r;
+  }
+}
+
+// A send and its receive as the xla engine runs them: one program over the two devices
+// (replica 0 the sender, replica 1 the receiver), launched by each side with the same
+// launch id. A ring of such pairs, every device sending and receiving at once from
+// threads of its own, must not block one pair behind another.
+TEST_F(Collectives, PairwisePermutesOfARingRunConcurrently) {
+  Builder b;
+  Value x = b.parameter({ElementType::U8, {6}});
+  const std::string text = b.module_text({collective_permute(b, x, {{0, 1}})});
+  std::vector<std::unique_ptr<pjrt::Executable>> edges;  // edge d: device d to d + 1
+  for (int64_t d = 0; d < kReplicas; ++d) {
+    edges.push_back(
+        shared_client().compile(text, pjrt::replicated_compile_options({d, (d + 1) % kReplicas})));
+  }
+  std::vector<std::vector<uint8_t>> received(kReplicas, std::vector<uint8_t>(6));
+  std::vector<std::thread> threads;
+  for (int d = 0; d < kReplicas; ++d) {
+    // Receivers start first: a send must not need its receiver to be launched before it.
+    for (bool sending : {false, true}) {
+      threads.emplace_back([&, d, sending] {
+        const int edge = sending ? d : (d + kReplicas - 1) % kReplicas;
+        std::vector<uint8_t> values(6, static_cast<uint8_t>(sending ? 10 * d + 1 : 0));
+        BufferPtr in = shared_client().buffer_from_host(values.data(), PJRT_Buffer_Type_U8, {6}, d);
+        auto out = edges[edge]->execute({in->get()}, shared_client().device(d),
+                                        /*launch_id=*/(1 << 30) + edge);
+        if (!sending) out[0]->to_host(received[d].data(), 6);
+      });
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  for (int d = 0; d < kReplicas; ++d) {
+    const int from = (d + kReplicas - 1) % kReplicas;
+    EXPECT_EQ(received[d], std::vector<uint8_t>(6, static_cast<uint8_t>(10 * from + 1)))
+        << "device " << d;
+  }
+}
+
+// Successive messages between one pair run the same program: the launch id alone says
+// which receive each send meets, whatever order the receiver launches them in.
+TEST_F(Collectives, PairwisePermutesMatchByLaunchId) {
+  Builder b;
+  Value x = b.parameter({ElementType::U8, {4}});
+  auto executable = shared_client().compile(b.module_text({collective_permute(b, x, {{0, 1}})}),
+                                            pjrt::replicated_compile_options({2, 1}));
+  constexpr int kMessages = 3;
+  std::vector<std::vector<uint8_t>> received(kMessages, std::vector<uint8_t>(4));
+  std::vector<std::thread> threads;
+  for (int m = kMessages - 1; m >= 0; --m) {  // receives launched last message first
+    threads.emplace_back([&, m] {
+      std::vector<uint8_t> zeros(4, 0);
+      BufferPtr in = shared_client().buffer_from_host(zeros.data(), PJRT_Buffer_Type_U8, {4}, 1);
+      auto out = executable->execute({in->get()}, shared_client().device(1), 100 + m);
+      out[0]->to_host(received[m].data(), 4);
+    });
+  }
+  threads.emplace_back([&] {
+    for (int m = 0; m < kMessages; ++m) {  // sends in order, each waiting for its receive
+      std::vector<uint8_t> values(4, static_cast<uint8_t>(m + 1));
+      BufferPtr in = shared_client().buffer_from_host(values.data(), PJRT_Buffer_Type_U8, {4}, 2);
+      executable->execute({in->get()}, shared_client().device(2), 100 + m);
+    }
+  });
+  for (std::thread& t : threads) t.join();
+  for (int m = 0; m < kMessages; ++m) {
+    EXPECT_EQ(received[m], std::vector<uint8_t>(4, static_cast<uint8_t>(m + 1))) << "message " << m;
   }
 }
 
