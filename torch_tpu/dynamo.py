@@ -23,6 +23,7 @@ The module is imported by the first ``torch.compile(..., backend="tpu")``, not b
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -102,19 +103,68 @@ def decompositions() -> dict[torch._ops.OpOverload, Callable]:
     }
 
 
-def _compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+def _device_of(args: Sequence[Any]) -> int:
+    for arg in args:
+        if isinstance(arg, torch.Tensor) and arg.device.type == "tpu":
+            return arg.device.index
+    return -1
+
+
+class _SpmdSafeForward:
+    """Whether a forward graph last ran under ``spmd_safe``, by device, for its backward.
+
+    The backward graph runs on autograd's thread for the device, where the caller's
+    ``spmd_safe`` (a thread-local promise) is not set, so its collectives would each
+    be a program of their own, splitting the backward in three programs or more. The
+    backward is the derivative of a forward that every rank ran alike, so every rank
+    runs it alike too: it inherits the promise. By device, as rank threads of one
+    process may share a graph."""
+
+    def __init__(self) -> None:
+        self.by_device: dict[int, bool] = {}
+
+    def forward_ran(self, args: Sequence[Any]) -> None:
+        self.by_device[_device_of(args)] = _C._spmd_safe()
+
+    @contextlib.contextmanager
+    def backward(self, args: Sequence[Any]):
+        inherit = not _C._spmd_safe() and self.by_device.get(_device_of(args), False)
+        if inherit:
+            _C._set_spmd_safe(True)
+        try:
+            yield
+        finally:
+            if inherit:
+                _C._set_spmd_safe(False)
+
+
+def _compile_graph(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    spmd: _SpmdSafeForward | None = None,
+    is_backward: bool = False,
+) -> Callable:
     """AOTAutograd's forward, backward or inference compiler: a boxed callable."""
 
     label = f"compiled graph {next(_graph_count)}"
     replay = _C._GraphReplay(label) if _replay_enabled() else None
     logged: set[str] = set()  # reasons not to replay, said once (TORCH_TPU_LOG_RECOMPILES=1)
 
-    def run(args: list[Any]) -> Any:
+    def run_graph(args: list[Any]) -> Any:
         if replay is not None:
             out = replay.run(args)
             if out is not None:
                 return out
         return _run_fused(gm, args, replay, logged)
+
+    def run(args: list[Any]) -> Any:
+        if spmd is None:
+            return run_graph(args)
+        if is_backward:
+            with spmd.backward(args):
+                return run_graph(args)
+        spmd.forward_ran(args)
+        return run_graph(args)
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run
@@ -164,9 +214,10 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: A
     tensor([1., 1.])
     """
     _accept_options(kwargs.pop("options", None))
+    spmd = _SpmdSafeForward()  # shared by this graph's forward and backward
     compiler = aot_autograd(
-        fw_compiler=_compile_graph,
-        bw_compiler=_compile_graph,
+        fw_compiler=functools.partial(_compile_graph, spmd=spmd),
+        bw_compiler=functools.partial(_compile_graph, spmd=spmd, is_backward=True),
         decompositions=decompositions,
         # Mutated inputs (BatchNorm statistics, optimizer state) are copied back
         # inside the program, where their buffers can be donated.

@@ -41,6 +41,25 @@ def _forget_active_ddp_module() -> None:
     DistributedDataParallel._active_ddp_module = None
 
 
+def _key_fake_tensor_cache_by_device() -> Callable:
+    """Fake tensors' dispatch cache is process-wide and its key omits the current device,
+    so a rank's ``torch.empty(..., device="tpu")`` under a FakeTensorMode (DTensor's
+    sharding propagation makes its fakes that way) would get a cached fake on another
+    rank's device. Adds the current device to the key; returns the method it replaced.
+    (Turning the cache off is no way out: Dynamo's config overrides are per thread, and
+    autograd's device threads would not see one.)"""
+    from torch._subclasses.fake_tensor import FakeTensorMode, _DispatchCacheKey
+
+    original = FakeTensorMode._cache_key
+
+    def _cache_key(self, state, func, args, kwargs):
+        key = original(self, state, func, args, kwargs)
+        return _DispatchCacheKey((*key.key, ("tpu", torch.tpu.current_device())))
+
+    FakeTensorMode._cache_key = _cache_key
+    return original
+
+
 def run_threaded(
     fn: Callable[..., Any],
     world_size: int | None = None,
@@ -88,11 +107,20 @@ def run_threaded(
         except BaseException as error:  # noqa: BLE001 - handed to the caller
             errors[rank] = error
 
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed.tensor._sharding_prop import ShardingPropagator
+
     with _lock:
         # Process groups are registered by name per thread (functional collectives look
         # them up), as each thread's world names its groups alike.
         torch._C._distributed_c10d._set_thread_isolation_mode(True)
         multi_threaded_pg._install_threaded_pg()
+        # DTensor's sharding propagation runs ops on fake tensors: serialized across
+        # rank threads, as PyTorch's threaded DTensor tests do (DTensorOpTestBase.setUp),
+        # and cached by device (the cache would hand one rank another rank's device).
+        fake_mode_lock = ShardingPropagator._fake_mode_lock
+        ShardingPropagator._fake_mode_lock = threading.Lock()
+        cache_key = _key_fake_tensor_cache_by_device()
         try:
             threads = [
                 threading.Thread(target=rank_main, args=(r,), name=f"rank{r}", daemon=True)
@@ -104,6 +132,8 @@ def run_threaded(
                 t.join(timeout)
             stuck = [r for r, t in enumerate(threads) if t.is_alive()]
         finally:
+            ShardingPropagator._fake_mode_lock = fake_mode_lock
+            FakeTensorMode._cache_key = cache_key
             _forget_active_ddp_module()
             multi_threaded_pg._uninstall_threaded_pg()
             torch._C._distributed_c10d._set_thread_isolation_mode(False)
