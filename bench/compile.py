@@ -3,13 +3,18 @@ modes, PyTorch CPU eager and torch.compile with Inductor on the CPU, all in one 
 then the time to the first compiled step in a fresh process, with a cold and a warm
 compile cache (TORCH_TPU_CACHE_DIR in a temporary directory).
 
-    python bench/compile.py [--repeats 5] [--threads N] [--sections gpt,host,first,newshape]
+    python bench/compile.py [--repeats 5] [--threads N]
+        [--sections gpt,host,first,warmstart,newshape]
 
 Sections: `gpt` the training step; `host` the host time per compiled call of a chain
 of 10, 100 and 1000 small elementwise ops (replayed, with replay off, and Inductor);
-`first` the time to the first compiled step in a fresh process; `newshape` the compile
-time of a one-op eager program met with a new shape (disk cache off), with the latency
-options ops get (TORCH_TPU_FAST_OP_COMPILE=1, the default) and with a graph's.
+`first` the time to the first compiled step in a fresh process; `warmstart` that time
+with cold caches (empty TORCHINDUCTOR_CACHE_DIR and TORCH_TPU_CACHE_DIR) and warm ones
+(a second fresh process on the same directories), for the tpu backend with and without
+PyTorch's AOTAutograd cache (TORCH_TPU_AOT_CACHE) and for Inductor on the CPU,
+interleaved, median of --repeats (at least 3); `newshape` the compile time of a one-op
+eager program met with a new shape (disk cache off), with the latency options ops get
+(TORCH_TPU_FAST_OP_COMPILE=1, the default) and with a graph's.
 
 The compiled step is the whole training step (forward, backward, AdamW's step and
 zero_grad) under one torch.compile. Ratios are against PyTorch CPU eager (> 1 is slower).
@@ -120,12 +125,16 @@ def measure(device: str, mode: str | None, backend: str | None, repeats: int) ->
         return timed(gpt_step(device, backend), device, repeats, inner=5)
 
 
-def first_step() -> None:
-    """In a fresh process: seconds from start to the first compiled step's loss."""
+def first_step(backend: str = "tpu") -> None:
+    """In a fresh process: seconds from start to the first compiled step's loss, with
+    `backend` ("inductor" runs on the CPU), and what the compile caches did."""
+    from torch._dynamo.utils import counters
+
     begin = time.perf_counter()
-    loss = gpt_step("tpu", "tpu")().item()
+    loss = gpt_step("cpu" if backend == "inductor" else "tpu", backend)().item()
     now = time.perf_counter()
     stats = torch_tpu.metrics.snapshot()
+    aot = counters["aot_autograd"]
     print(
         json.dumps(
             {
@@ -133,16 +142,19 @@ def first_step() -> None:
                 "first_step": now - begin,
                 "compiles": stats["compiles"],
                 "compile_seconds": stats["compile_seconds"],
+                "aot_hits": aot["autograd_cache_hit"],
+                "aot_misses": aot["autograd_cache_miss"] + aot["autograd_cache_bypass"],
                 "loss": loss,
             }
         )
     )
 
 
-def fresh_process(flag: str, env: dict) -> dict:
-    """The JSON line this script prints when run with `flag` in a new process."""
+def fresh_process(flag: str, env: dict, *args: str) -> dict:
+    """The JSON line this script prints when run with `flag` (and `args`) in a new
+    process."""
     out = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), flag],
+        [sys.executable, os.path.abspath(__file__), flag, *args],
         env=env,
         check=True,
         capture_output=True,
@@ -195,10 +207,64 @@ def new_shape_table(repeats: int) -> None:
         print(f"| {name} | {cells} | {medians[0] / medians[1]:.2f} |")
 
 
+def cache_dirs(root: str) -> dict:
+    """The environment of a process whose compile caches (torch_tpu's, and PyTorch's
+    Inductor and AOTAutograd caches) are under `root`: empty there means cold."""
+    return dict(
+        os.environ,
+        TORCH_TPU_CACHE_DIR=os.path.join(root, "torch_tpu"),
+        TORCHINDUCTOR_CACHE_DIR=os.path.join(root, "inductor"),
+    )
+
+
 def cold_and_warm() -> list[dict]:
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache)
+    with tempfile.TemporaryDirectory() as root:
+        env = cache_dirs(root)
         return [fresh_process("--first-step", env) for _ in ("cold", "warm")]
+
+
+WARM_START_VARIANTS = [
+    # (label, torch.compile backend, extra environment)
+    ("tpu, AOTAutograd cache on", "tpu", {"TORCH_TPU_AOT_CACHE": "1"}),
+    ("tpu (default: cache off)", "tpu", {"TORCH_TPU_AOT_CACHE": "0"}),
+    ("CPU, Inductor", "inductor", {}),
+]
+
+
+def warm_start_table(repeats: int) -> None:
+    """Time to the first compiled GPT training step in fresh processes, cold and warm."""
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for _ in range(max(3, repeats)):
+        for label, backend, extra in WARM_START_VARIANTS:  # interleaved: drifts hit all
+            with tempfile.TemporaryDirectory() as root:
+                env = dict(cache_dirs(root), **extra)
+                for phase in ("cold", "warm"):
+                    run = fresh_process("--first-step", env, "--backend", backend)
+                    runs.setdefault((label, phase), []).append(run)
+
+    def median(label: str, phase: str, field: str) -> float:
+        return statistics.median(run[field] for run in runs[label, phase])
+
+    inductor = {phase: median("CPU, Inductor", phase, "first_step") for phase in ("cold", "warm")}
+    print(
+        "\n| first compiled GPT step, fresh process (s) | cold | warm | cold / warm "
+        "| cold / Inductor's | warm / Inductor's | process total cold, warm "
+        "| AOTAutograd hits (warm) |"
+    )
+    print("|---|" + "---:|" * 7)
+    for label, _, _ in WARM_START_VARIANTS:
+        cold, warm = median(label, "cold", "first_step"), median(label, "warm", "first_step")
+        hits = median(label, "warm", "aot_hits")
+        print(
+            f"| {label} | {cold:.2f} | {warm:.2f} | {cold / warm:.2f} "
+            f"| {cold / inductor['cold']:.2f} | {warm / inductor['warm']:.2f} "
+            f"| {median(label, 'cold', 'total'):.2f}, {median(label, 'warm', 'total'):.2f} "
+            f"| {hits:.0f} |"
+        )
+    print(
+        f"\nmedian of {max(3, repeats)} cold/warm pairs; first step: building the model, "
+        "compiling and running one training step (forward, backward, AdamW) to its loss"
+    )
 
 
 def main() -> None:
@@ -210,12 +276,13 @@ def main() -> None:
         default=os.cpu_count() or 1,
         help="PyTorch's CPU threads (use 1 on a busy machine: contended threads spin)",
     )
-    parser.add_argument("--sections", default="gpt,host,first,newshape")
+    parser.add_argument("--sections", default="gpt,host,first,warmstart,newshape")
     parser.add_argument("--first-step", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--backend", default="tpu", help=argparse.SUPPRESS)
     parser.add_argument("--new-shapes", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_step:
-        first_step()
+        first_step(args.backend)
         return
     if args.new_shapes:
         new_shape_compiles()
@@ -228,6 +295,8 @@ def main() -> None:
         host_time_table(args.repeats)
     if "first" in sections:
         first_step_table()
+    if "warmstart" in sections:
+        warm_start_table(args.repeats)
     if "newshape" in sections:
         new_shape_table(args.repeats)
 

@@ -14,6 +14,11 @@ off. Parameters, buffers and
 optimizer state stay on the device; inputs that the graph mutates are written back
 in place with ``copy_`` inside the program. Graph breaks run in the current eager mode.
 
+Warm starts: with ``TORCH_TPU_AOT_CACHE=1`` AOTAutograd's result for each graph is saved
+in PyTorch's AOTAutograd cache, so a fresh process that compiles the same code with the
+same inputs loads it instead of tracing and partitioning again (``torch_tpu._aot_cache``,
+which says why it is off by default); the programs always come from torch_tpu's disk cache.
+
 >>> model = torch.compile(model, backend="tpu")  # doctest: +SKIP
 >>> loss = model(x).sum(); loss.backward()  # doctest: +SKIP
 
@@ -123,6 +128,10 @@ class _SpmdSafeForward:
     def __init__(self) -> None:
         self.by_device: dict[int, bool] = {}
 
+    def __getstate__(self) -> dict:
+        # A graph loaded from AOTAutograd's cache has not run a forward yet.
+        return {"by_device": {}}
+
     def forward_ran(self, args: Sequence[Any]) -> None:
         self.by_device[_device_of(args)] = _C._spmd_safe()
 
@@ -138,14 +147,10 @@ class _SpmdSafeForward:
                 _C._set_spmd_safe(False)
 
 
-def _compile_graph(
-    gm: torch.fx.GraphModule,
-    example_inputs: Sequence[Any],
-    spmd: _SpmdSafeForward | None = None,
-    is_backward: bool = False,
-) -> Callable:
-    """AOTAutograd's forward, backward or inference compiler: a boxed callable."""
-
+def _graph_runner(
+    gm: torch.fx.GraphModule, spmd: _SpmdSafeForward | None, is_backward: bool
+) -> Callable[[list[Any]], Any]:
+    """The boxed callable that runs one AOTAutograd graph (see the module docstring)."""
     label = f"compiled graph {next(_graph_count)}"
     replay = _C._GraphReplay(label) if _replay_enabled() else None
     logged: set[str] = set()  # reasons not to replay, said once (TORCH_TPU_LOG_RECOMPILES=1)
@@ -166,8 +171,20 @@ def _compile_graph(
         spmd.forward_ran(args)
         return run_graph(args)
 
-    run._boxed_call = True  # type: ignore[attr-defined]
     return run
+
+
+def _compile_graph(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    spmd: _SpmdSafeForward | None = None,
+    is_backward: bool = False,
+) -> Callable:
+    """AOTAutograd's forward, backward or inference compiler: a boxed callable, which
+    AOTAutograd's cache can store (see ``torch_tpu._aot_cache``)."""
+    from torch_tpu._aot_cache import GraphCode
+
+    return GraphCode(gm, spmd, is_backward)
 
 
 # Google TorchTPU's torch.compile options, and why each changes nothing here.
@@ -213,14 +230,24 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: A
     >>> fn(torch.zeros(2, device="tpu")).cpu()
     tensor([1., 1.])
     """
+    from torch_tpu import _aot_cache
+
     _accept_options(kwargs.pop("options", None))
     spmd = _SpmdSafeForward()  # shared by this graph's forward and backward
+    fw_compiler = functools.partial(_compile_graph, spmd=spmd)
+    bw_compiler = functools.partial(_compile_graph, spmd=spmd, is_backward=True)
+    cached = _aot_cache.enabled()
+    if cached:
+        fw_compiler, bw_compiler = _aot_cache.serializable(fw_compiler, bw_compiler)
     compiler = aot_autograd(
-        fw_compiler=functools.partial(_compile_graph, spmd=spmd),
-        bw_compiler=functools.partial(_compile_graph, spmd=spmd, is_backward=True),
+        fw_compiler=fw_compiler,
+        bw_compiler=bw_compiler,
         decompositions=decompositions,
         # Mutated inputs (BatchNorm statistics, optimizer state) are copied back
         # inside the program, where their buffers can be donated.
         keep_inference_input_mutations=True,
     )
-    return compiler(gm, example_inputs, **kwargs)
+    if not cached:
+        return compiler(gm, example_inputs, **kwargs)
+    with _aot_cache.scope(gm):
+        return compiler(gm, example_inputs, **kwargs)
