@@ -175,7 +175,10 @@ void run(const char* name, BinaryLowering lowering, c10::ScalarType compute,
       lowering != &binary::le && lowering != &binary::gt && lowering != &binary::ge) {
     compute = opmath_type(compute);
   }
-  Program p(name);
+  PreparedCall call(name, {self.tensor, other.tensor, &out}, {self.scalar, other.scalar},
+                    {reinterpret_cast<int64_t>(lowering), static_cast<int64_t>(compute)});
+  if (call.run()) return;
+  Program p(name, &call);
   p.write(out, lowering(p.b(), load(p, self, compute, shape), load(p, other, compute, shape)));
   p.run();
 }

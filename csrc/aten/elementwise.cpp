@@ -83,8 +83,13 @@ void lower(const char* name, Op op, const at::Tensor& self, const Operand& other
   const c10::ScalarType scalar_type = op == Op::Add || op == Op::Sub ? common : math;
   if (other.tensor != nullptr) at::assert_no_partial_overlap(out, *other.tensor);
   at::assert_no_partial_overlap(out, self);
+  const bool alpha_is_one =
+      alpha == nullptr || (alpha->isIntegral(true) && alpha->to<int64_t>() == 1);
+  PreparedCall call(name, {&self, other.tensor, &out}, {other.scalar, alpha},
+                    {static_cast<int64_t>(op), static_cast<int64_t>(common), alpha_is_one});
+  if (call.run()) return;
   std::vector<int64_t> shape = out.sizes().vec();
-  Program p(name);
+  Program p(name, &call);
   auto& b = p.b();
   const hlo::ElementType math_type = element_type(math);
   auto load = [&](const at::Tensor& t) {
@@ -97,7 +102,7 @@ void lower(const char* name, Op op, const at::Tensor& self, const Operand& other
       other.tensor != nullptr
           ? load(*other.tensor)
           : b.broadcast_to(b.convert(p.scalar(*other.scalar, scalar_type), math_type), shape);
-  if (alpha != nullptr && !(alpha->isIntegral(true) && alpha->to<int64_t>() == 1)) {
+  if (!alpha_is_one) {
     hlo::Value factor = b.convert(p.scalar(*alpha, common), math_type);
     rhs = b.binary("multiply", rhs, b.broadcast_to(factor, shape));
   }
@@ -234,7 +239,9 @@ namespace {
 // relu(x) = max(x, 0); out may be `self` (relu_).
 void lower_relu(const char* name, const at::Tensor& self, const at::Tensor& out) {
   TORCH_CHECK(self.scalar_type() != c10::kBool, "relu is not supported for bool tensors");
-  Program p(name);
+  PreparedCall call(name, {&self, &out}, {});
+  if (call.run()) return;
+  Program p(name, &call);
   auto& b = p.b();
   hlo::Value x = p.read(self);
   hlo::Value zero = b.broadcast_to(b.constant(0, x.element()), x.dims());

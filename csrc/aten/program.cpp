@@ -28,8 +28,9 @@ runtime::StridedView view_of(const at::Tensor& tensor) {
                               tensor.storage_offset()};
 }
 
-// The bytes of `value` as one element of `type`, as the device stores it. Values
-// outside the type's range wrap (integers) or become infinite (floats), as the
+}  // namespace
+
+// Values outside the type's range wrap (integers) or become infinite (floats), as the
 // CPU's casts do, instead of raising.
 std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarType type) {
   std::vector<unsigned char> bytes(c10::elementSize(type));
@@ -66,6 +67,8 @@ std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarTyp
   }
   return bytes;
 }
+
+namespace {
 
 // Whether `buffer` (holding `value`) has a NaN or an infinity: a tiny program, awaited.
 bool has_nan_or_inf(const pjrt::BufferPtr& buffer, const hlo::Value& value, int device) {
@@ -105,7 +108,8 @@ static hlo::MatmulPrecision matmul_precision() {
   }
 }
 
-Program::Program(const char* op_name) : op_name_(op_name) {
+Program::Program(const char* op_name, PreparedCall* prepared)
+    : op_name_(op_name), prepared_(prepared) {
   builder_.set_for_xla_cpu(on_xla_cpu());
   builder_.set_matmul_precision(matmul_precision());
 }
@@ -136,6 +140,10 @@ hlo::Value Program::storage_value(StorageState& state) {
     state.value = builder_.parameter(type);
     state.has_value = true;
     operands_.push_back(Operand{static_cast<int>(&state - storages_.data()), {}, {}, {}, type});
+    if (prepared_ != nullptr) {
+      operands_.back().source = {OperandSource::Kind::Storage,
+                                 prepared_->storage_slot(state.storage)};
+    }
   }
   return state.value;
 }
@@ -147,6 +155,9 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
                 "Expected all tensors to be on the same device, but found at least two devices, "
                 "tpu:",
                 device_ < 0 ? current_device() : device_, " and cpu!");
+    if (prepared_ != nullptr) {
+      pending_source_ = {OperandSource::Kind::CpuItem, prepared_->tensor_slot(tensor)};
+    }
     return scalar(tensor.item(), target);
   }
   TORCH_CHECK(tensor.device().type() == c10::DeviceType::PrivateUse1,
@@ -160,15 +171,21 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
     value = builder_.broadcast_to(builder_.constant(0, type), tensor.sizes().vec());
   } else {
     hlo::Value typed = runtime::reinterpret(builder_, storage_value(state_of(tensor)), type);
-    value = runtime::read_strided(builder_, typed, with_offset_operand(view_of(tensor)));
+    value = runtime::read_strided(builder_, typed, with_offset_operand(tensor, view_of(tensor)));
   }
   return builder_.convert(value, element_type(target));
 }
 
-runtime::StridedView Program::with_offset_operand(runtime::StridedView view) {
+runtime::StridedView Program::with_offset_operand(const at::Tensor& tensor,
+                                                  runtime::StridedView view) {
   // Offset 0 (most tensors) stays a constant; any other offset is passed at run time, so
   // x[i] for every i, a KV-cache write per step, a column x[:, j] ... share one program.
-  if (view.offset != 0) view.offset_operand = scalar(view.offset, c10::kLong);
+  if (view.offset != 0) {
+    if (prepared_ != nullptr) {
+      pending_source_ = {OperandSource::Kind::Offset, prepared_->tensor_slot(tensor)};
+    }
+    view.offset_operand = scalar(view.offset, c10::kLong);
+  }
   return view;
 }
 
@@ -176,6 +193,15 @@ hlo::Value Program::scalar(const c10::Scalar& value, c10::ScalarType type) {
   hlo::TensorType parameter_type{element_type(type), {}};
   hlo::Value parameter = builder_.parameter(parameter_type);
   operands_.push_back(Operand{-1, scalar_bytes(value, type), type, {}, parameter_type});
+  if (prepared_ != nullptr) {
+    OperandSource source = pending_source_;
+    if (source.kind == OperandSource::Kind::Unknown) {
+      source = {OperandSource::Kind::Scalar, prepared_->scalar_slot(value)};
+    }
+    source.type = type;
+    operands_.back().source = source;
+    pending_source_ = {};
+  }
   return parameter;
 }
 
@@ -205,7 +231,7 @@ void Program::write(const at::Tensor& out, const hlo::Value& value) {
     state.value = runtime::dense_storage(builder_, view, shaped);
   } else {
     hlo::Value base = runtime::reinterpret(builder_, storage_value(state), type);
-    state.value = runtime::write_strided(builder_, base, with_offset_operand(view), shaped);
+    state.value = runtime::write_strided(builder_, base, with_offset_operand(out, view), shaped);
   }
   state.has_value = true;
   state.written = true;
@@ -280,11 +306,28 @@ void Program::run_now() {
   for (size_t i = 0; i < written.size(); ++i) {
     written[i]->storage->set_buffer(outputs[i], results[i].element());
   }
+  if (prepared_ != nullptr && compile_options_ == nullptr && eager_mode() == EagerMode::Strict) {
+    prepare(std::move(executable), written, results);
+  }
   if (eager_mode() == EagerMode::Debug) {
     await_outputs(outputs, results);
   } else {
     rt.track(outputs);
   }
+}
+
+void Program::prepare(std::shared_ptr<pjrt::Executable> executable,
+                      const std::vector<StorageState*>& written,
+                      const std::vector<hlo::Value>& results) {
+  std::vector<PreparedCall::Operand> operands;
+  operands.reserve(operands_.size());
+  for (const Operand& operand : operands_) operands.push_back({operand.source, operand.dims});
+  std::vector<PreparedCall::Output> outputs;
+  for (size_t i = 0; i < written.size(); ++i) {
+    outputs.push_back(
+        {prepared_->storage_slot(written[i]->storage), static_cast<int>(results[i].element())});
+  }
+  prepared_->prepare(std::move(executable), std::move(operands), std::move(outputs));
 }
 
 void Program::run_deferred(const std::vector<hlo::Value>& results,

@@ -13,9 +13,11 @@
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "aten/prepared_op.h"
 #include "hlo/builder.h"
 #include "runtime/device_buffer.h"
 #include "runtime/strided.h"
@@ -27,7 +29,9 @@ bool on_xla_cpu();
 
 class Program {
  public:
-  explicit Program(const char* op_name);
+  // With `prepared`, the program records where each operand comes from, and a strict
+  // run() keeps it for equal calls (see prepared_op.h).
+  explicit Program(const char* op_name, PreparedCall* prepared = nullptr);
 
   hlo::Builder& b() { return builder_; }
 
@@ -74,11 +78,17 @@ class Program {
                     const std::vector<StorageState*>& written);
   StorageState& state_of(const at::Tensor& tensor);
   // `view` with a non-zero offset made a run-time operand.
-  runtime::StridedView with_offset_operand(runtime::StridedView view);
+  runtime::StridedView with_offset_operand(const at::Tensor& tensor, runtime::StridedView view);
+  // Hands run()'s executable, operands and outputs to the PreparedCall, if any.
+  void prepare(std::shared_ptr<pjrt::Executable> executable,
+               const std::vector<StorageState*>& written, const std::vector<hlo::Value>& results);
   hlo::Value storage_value(StorageState& state);
   void check_device(const at::Tensor& tensor);
 
   const char* op_name_;
+  PreparedCall* prepared_ = nullptr;
+  // The source of the operand the next scalar() makes, where it is not a Scalar argument.
+  OperandSource pending_source_;
   const std::string* compile_options_ = nullptr;  // set by run_collective
   int launch_id_ = 0;
   hlo::Builder builder_;
@@ -92,9 +102,13 @@ class Program {
     std::vector<int64_t> dims;
     hlo::TensorType parameter;  // the parameter's type in this program
     bool random_key = false;    // bytes are a random key (a replayed graph draws new ones)
+    OperandSource source;       // recorded only for a PreparedCall
   };
   std::vector<Operand> operands_;
 };
+
+// The bytes of `value` as one element of `type`, as the device stores it.
+std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarType type);
 
 // Runs `check` on a host copy of `flags`, a small contiguous tpu tensor an op computed
 // to validate its input (index bounds, targets): at once, or in defer_and_fuse mode

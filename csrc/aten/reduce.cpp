@@ -179,7 +179,12 @@ c10::ScalarType integer_upcast_type(const at::Tensor& self, std::optional<c10::S
 // turns the sum into a mean.
 void lower_fold(const char* name, const at::Tensor& self, const Reduced& r, c10::ScalarType type,
                 Reduction kind, bool divide, const at::Tensor& out) {
-  Program p(name);
+  std::vector<int64_t> statics{static_cast<int64_t>(type), static_cast<int64_t>(kind), divide,
+                               r.count, static_cast<int64_t>(r.dims.size())};
+  statics.insert(statics.end(), r.dims.begin(), r.dims.end());
+  PreparedCall call(name, {&self, &out}, {}, statics);
+  if (call.run()) return;
+  Program p(name, &call);
   auto& b = p.b();
   hlo::Value x = p.read(self, opmath_type(type));
   hlo::Value total =

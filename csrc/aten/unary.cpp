@@ -157,7 +157,10 @@ void lower_unary(const char* name, UnaryLowering lowering, bool float_op, const 
   if (c10::isComplexType(self.scalar_type())) compute = self.scalar_type();
   // Half-precision math runs in float32 and rounds once, as PyTorch's CPU kernels do.
   c10::ScalarType wide = compute == c10::kHalf || compute == c10::kBFloat16 ? c10::kFloat : compute;
-  Program p(name);
+  PreparedCall call(name, {&self, &out}, {},
+                    {reinterpret_cast<int64_t>(lowering), float_op, static_cast<int64_t>(compute)});
+  if (call.run()) return;
+  Program p(name, &call);
   p.write(out, lowering(p.b(), p.read(self, float_op ? wide : compute)));
   p.run();
 }

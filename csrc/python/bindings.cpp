@@ -72,6 +72,7 @@ py::dict metrics_snapshot() {
   py::dict out;
   out["compiles"] = s.compiles;
   out["cache_hits"] = s.cache_hits;
+  out["prepared_runs"] = s.prepared_runs;
   out["executions"] = s.executions;
   out["host_to_device"] = s.host_to_device;
   out["device_to_host"] = s.device_to_host;

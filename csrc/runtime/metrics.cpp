@@ -56,6 +56,16 @@ void Metrics::count_fallback(const std::string& op) {
   fallbacks_ += 1;
 }
 
+void Metrics::count_prepared_run(const char* op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.executions += 1;
+  data_.cache_hits += 1;
+  data_.prepared_runs += 1;
+  auto it = data_.native_ops.find(std::string_view(op));
+  if (it == data_.native_ops.end()) it = data_.native_ops.emplace(op, 0).first;
+  it->second += 1;
+}
+
 void Metrics::count_native(const std::string& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.native_ops[op] += 1;

@@ -1,9 +1,11 @@
 #pragma once
 // Process-wide counters behind torch_tpu.metrics.snapshot().
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace tpu::runtime {
 
@@ -14,8 +16,9 @@ struct MetricsSnapshot {
   int64_t host_to_device = 0;
   int64_t device_to_host = 0;
   double compile_seconds = 0;
-  int64_t fused_graphs = 0;  // defer_and_fuse graphs run
-  int64_t fused_ops = 0;     // ops recorded into them
+  int64_t fused_graphs = 0;   // defer_and_fuse graphs run
+  int64_t fused_ops = 0;      // ops recorded into them
+  int64_t prepared_runs = 0;  // strict calls that ran a prepared program (no lowering)
   // The disk cache (compiles counts real XLA compiles only; a disk hit is not one).
   int64_t disk_hits = 0;       // executables loaded from disk
   int64_t disk_misses = 0;     // no entry on disk
@@ -23,7 +26,8 @@ struct MetricsSnapshot {
   int64_t disk_evictions = 0;  // entries deleted to stay under the size cap
   int64_t disk_corrupt = 0;    // entries rejected: truncated, corrupt, foreign, unloadable
   std::map<std::string, int64_t> cpu_fallbacks;  // operator name -> calls
-  std::map<std::string, int64_t> native_ops;     // operator name -> calls
+  // operator name -> calls (transparent: counted by name without making a string)
+  std::map<std::string, int64_t, std::less<>> native_ops;
 };
 
 // Totals that say whether anything ran or moved between two moments (cheap to take).
@@ -46,6 +50,9 @@ class Metrics {
   void count_device_to_host();
   void count_fallback(const std::string& op);
   void count_native(const std::string& op);
+  // One prepared op's run (prepared_op.h): an execution, a program reused (a cache hit),
+  // a native call of `op` and a prepared run, under one lock.
+  void count_prepared_run(const char* op);
   MetricsSnapshot snapshot();
   Activity activity();
   void reset();

@@ -1,0 +1,227 @@
+#include "aten/prepared_op.h"
+
+#include <ATen/Context.h>
+
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+#include "aten/device_errors.h"
+#include "aten/dtype.h"
+#include "aten/eager_mode.h"
+#include "aten/program.h"
+#include "aten/storage.h"
+#include "runtime/metrics.h"
+#include "runtime/program_trace.h"
+#include "runtime/runtime.h"
+
+namespace tpu::aten {
+namespace {
+
+struct Entry {
+  std::shared_ptr<pjrt::Executable> executable;
+  std::vector<PreparedCall::Operand> operands;
+  std::vector<PreparedCall::Output> outputs;
+};
+
+struct SignatureHash {
+  size_t operator()(const std::vector<int64_t>& words) const {
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a over the words
+    for (int64_t word : words) {
+      hash ^= static_cast<uint64_t>(word);
+      hash *= 1099511628211ull;
+    }
+    return static_cast<size_t>(hash);
+  }
+};
+
+class Table {
+ public:
+  std::shared_ptr<const Entry> find(const std::vector<int64_t>& signature) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(signature);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+  void insert(std::vector<int64_t> signature, std::shared_ptr<const Entry> entry) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // A bound with no bookkeeping per hit: when full, every entry goes at once (the
+    // program cache still holds their executables, so re-preparing costs one lowering).
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.insert_or_assign(std::move(signature), std::move(entry));
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  std::mutex mutex_;
+  std::unordered_map<std::vector<int64_t>, std::shared_ptr<const Entry>, SignatureHash> entries_;
+};
+
+Table& table() {
+  static Table prepared;
+  return prepared;
+}
+
+// A Scalar's kind decides type promotion; its value is a run-time operand.
+int64_t scalar_kind(const c10::Scalar& s) {
+  if (s.isBoolean()) return 1;
+  if (s.isComplex()) return 2;
+  if (s.isFloatingPoint()) return 3;
+  return s.isUnsigned() ? 5 : 4;
+}
+
+}  // namespace
+
+bool prepared_ops_enabled() {
+  static const bool enabled = [] {
+    const char* text = std::getenv("TORCH_TPU_PREPARED_OPS");
+    return text == nullptr || std::string_view(text) != "0";
+  }();
+  return enabled;
+}
+
+PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tensor*> tensors,
+                           std::initializer_list<const c10::Scalar*> scalars,
+                           const std::vector<int64_t>& statics)
+    : op_(op), tensors_(tensors), scalars_(scalars) {
+  if (!prepared_ops_enabled() || eager_mode() != EagerMode::Strict) return;
+  signature_.reserve(8 + statics.size() + 16 * tensors_.size() + scalars_.size());
+  signature_.push_back(static_cast<int64_t>(std::hash<std::string_view>{}(op)));
+  signature_.push_back(static_cast<int64_t>(at::globalContext().float32MatmulPrecision()));
+  signature_.insert(signature_.end(), statics.begin(), statics.end());
+  std::vector<const void*> storages;  // of the slots so far: which share one
+  for (const at::Tensor* t : tensors_) {
+    const void* storage = nullptr;
+    if (t == nullptr || !t->defined()) {
+      signature_.push_back(0);
+      storages.push_back(nullptr);
+      continue;
+    }
+    const bool cpu = t->is_cpu();
+    // Other devices and CPU tensors with dimensions are errors the lowering raises.
+    if (!cpu && t->device().type() != c10::DeviceType::PrivateUse1) return;
+    if (cpu && t->dim() != 0) return;
+    signature_.push_back(cpu ? 1 : 2);
+    signature_.push_back(static_cast<int64_t>(t->scalar_type()));
+    signature_.push_back(t->is_conj() * 2 + t->is_neg());
+    signature_.push_back(cpu ? -1 : t->device().index());
+    signature_.push_back(t->dim());
+    signature_.insert(signature_.end(), t->sizes().begin(), t->sizes().end());
+    signature_.insert(signature_.end(), t->strides().begin(), t->strides().end());
+    signature_.push_back(t->storage_offset() != 0);
+    if (!cpu && t->numel() > 0) {
+      runtime::DeviceStorage* device = device_storage(t->storage());
+      if (device == nullptr) return;
+      storage = device;
+      signature_.push_back(static_cast<int64_t>(device->nbytes()));
+      signature_.push_back(static_cast<int64_t>(device->element_type()));
+    }
+    int64_t alias = -1;
+    for (size_t i = 0; storage != nullptr && i < storages.size(); ++i) {
+      if (storages[i] == storage) {
+        alias = static_cast<int64_t>(i);
+        break;
+      }
+    }
+    signature_.push_back(alias);
+    storages.push_back(storage);
+  }
+  for (const c10::Scalar* s : scalars_) signature_.push_back(s == nullptr ? 0 : scalar_kind(*s));
+  eligible_ = true;
+}
+
+int PreparedCall::tensor_slot(const at::Tensor& tensor) const {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (tensors_[i] != nullptr &&
+        tensors_[i]->unsafeGetTensorImpl() == tensor.unsafeGetTensorImpl())
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int PreparedCall::storage_slot(const void* storage) const {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const at::Tensor* t = tensors_[i];
+    if (t == nullptr || !t->defined() || t->is_cpu() || t->numel() == 0) continue;
+    if (device_storage(t->storage()) == storage) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int PreparedCall::scalar_slot(const c10::Scalar& scalar) const {
+  for (size_t i = 0; i < scalars_.size(); ++i) {
+    if (scalars_[i] == &scalar) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void PreparedCall::prepare(std::shared_ptr<pjrt::Executable> executable,
+                           std::vector<Operand> operands, std::vector<Output> outputs) {
+  if (!eligible_ || outputs.empty()) return;
+  for (const Operand& operand : operands) {
+    if (operand.source.kind == OperandSource::Kind::Unknown || operand.source.slot < 0) return;
+  }
+  for (const Output& output : outputs) {
+    if (output.slot < 0) return;
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->executable = std::move(executable);
+  entry->operands = std::move(operands);
+  entry->outputs = std::move(outputs);
+  table().insert(signature_, std::move(entry));
+}
+
+bool PreparedCall::run() {
+  if (!eligible_) return false;
+  std::shared_ptr<const Entry> entry = table().find(signature_);
+  if (entry == nullptr) return false;
+  int device = -1;
+  for (const at::Tensor* t : tensors_) {
+    if (t != nullptr && t->defined() && !t->is_cpu()) {
+      device = t->device().index();
+      break;
+    }
+  }
+  if (device < 0) return false;
+  translating_out_of_memory(static_cast<c10::DeviceIndex>(device), [&] {
+    runtime::Runtime& rt = runtime::Runtime::get();
+    const pjrt::Client& client = rt.client();
+    std::vector<pjrt::BufferPtr> inputs;
+    std::vector<PJRT_Buffer*> arguments;
+    inputs.reserve(entry->operands.size());
+    arguments.reserve(entry->operands.size());
+    for (const Operand& operand : entry->operands) {
+      const OperandSource& source = operand.source;
+      if (source.kind == OperandSource::Kind::Storage) {
+        runtime::DeviceStorage* storage = device_storage(tensors_[source.slot]->storage());
+        materialize(*storage);
+        inputs.push_back(storage->buffer());
+      } else {
+        c10::Scalar value = source.kind == OperandSource::Kind::Offset
+                                ? c10::Scalar(tensors_[source.slot]->storage_offset())
+                            : source.kind == OperandSource::Kind::Scalar
+                                ? *scalars_[source.slot]
+                                : tensors_[source.slot]->item();
+        std::vector<unsigned char> bytes = scalar_bytes(value, source.type);
+        inputs.push_back(client.buffer_from_host(
+            bytes.data(), buffer_type(element_type(source.type)), operand.dims, device));
+      }
+      arguments.push_back(inputs.back()->get());
+    }
+    runtime::ProfiledRun profiled(op_, device);
+    std::vector<pjrt::BufferPtr> outputs =
+        entry->executable->execute(arguments, client.device(device));
+    profiled.done(outputs);
+    rt.retire(std::move(inputs), outputs.front());
+    runtime::metrics().count_prepared_run(op_);
+    for (size_t i = 0; i < entry->outputs.size(); ++i) {
+      device_storage(tensors_[entry->outputs[i].slot]->storage())
+          ->set_buffer(outputs[i], static_cast<hlo::ElementType>(entry->outputs[i].element_type));
+    }
+    rt.track(outputs);
+  });
+  return true;
+}
+
+}  // namespace tpu::aten

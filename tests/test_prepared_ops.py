@@ -1,0 +1,171 @@
+"""Strict mode's prepared ops: a call equal to an earlier one (same op, dtypes, shapes,
+strides, zero/non-zero offsets, storages and aliasing) runs the earlier call's program
+without lowering it again. Every case runs several times with new values (scalars, view
+offsets, wrapped CPU scalars) and is compared with the CPU each time, and the
+prepared_runs counter shows the fast path was taken."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_tpu
+
+pytestmark = pytest.mark.usefixtures("strict")
+
+
+@pytest.fixture
+def strict():
+    with torch_tpu.eager_mode("strict"):
+        yield
+
+
+def prepared_runs() -> int:
+    return torch_tpu.metrics.snapshot()["prepared_runs"]
+
+
+def check_repeated(fn, *cpu_args, calls=4, expect_prepared=True):
+    """fn(*args) on tpu equals fn on the CPU for `calls` calls whose arguments change
+    value (not metadata); returns how many ran prepared."""
+    before = prepared_runs()
+    for call in range(calls):
+        args = [a * (call + 1) if isinstance(a, torch.Tensor) else a for a in cpu_args]
+        expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args], call)
+        actual = fn(*[a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args], call)
+        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True)
+    ran = prepared_runs() - before
+    if expect_prepared:
+        assert ran >= calls - 1, f"only {ran} of {calls} calls ran prepared"
+    return ran
+
+
+def test_binary_ops_with_tensors_and_alpha():
+    x, y = torch.randn(6, 5), torch.randn(6, 5)
+    check_repeated(lambda a, b, c: a + b, x, y)
+    check_repeated(lambda a, b, c: a.sub(b, alpha=2), x, y)
+    check_repeated(lambda a, b, c: torch.add(a, b, alpha=0.5), x, y)
+    check_repeated(lambda a, b, c: a * b, x, y)
+    check_repeated(lambda a, b, c: a / b, x, y)
+
+
+def test_scalars_change_value_without_reusing_the_first():
+    x = torch.randn(32)
+    check_repeated(lambda a, c: a * (0.5 + c), x)
+    check_repeated(lambda a, c: a + (3 - c), x)
+    check_repeated(lambda a, c: a.sub(1.5 * c, alpha=c + 2), x)
+
+
+def test_wrapped_cpu_scalar_tensors():
+    x = torch.randn(7)
+    check_repeated(lambda a, c: a * torch.tensor(2.0 + c), x)
+    check_repeated(lambda a, c: torch.tensor(c - 1.0) + a, x)
+
+
+def test_type_promotion_and_reduced_precision():
+    i, f = torch.arange(12).reshape(3, 4), torch.randn(3, 4)
+    check_repeated(lambda a, b, c: a + b, i, f)
+    check_repeated(lambda a, c: a * 2.5, i)
+    check_repeated(lambda a, c: a / 3, i)
+    check_repeated(lambda a, b, c: a + b, f.bfloat16(), f.bfloat16())
+    check_repeated(lambda a, c: a * 0.1, f.half())
+
+
+def test_in_place_out_and_relu():
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    check_repeated(lambda a, b, c: a.add_(b, alpha=c + 2), x, y)
+    check_repeated(lambda a, c: a.mul_(0.5 * c), x)
+    check_repeated(lambda a, b, c: torch.mul(a, b, out=torch.empty_like(a)), x, y)
+    check_repeated(lambda a, c: a.relu(), x)
+    check_repeated(lambda a, c: a.relu_(), x)
+    check_repeated(lambda a, c: (a - 5).relu(), torch.arange(10))
+
+
+def test_views_read_and_write_at_each_offset():
+    base = torch.randn(6, 8)
+    tpu = base.to("tpu")
+    before = prepared_runs()
+    for i in range(6):  # row i: offset 8 * i, a run-time operand
+        torch.testing.assert_close((tpu[i] * 2).cpu(), base[i] * 2)
+        tpu[i].add_(i)
+        base[i].add_(i)
+    for j in range(1, 8):  # column j: strided, offset j
+        torch.testing.assert_close((tpu[:, j] + tpu[:, 0]).cpu(), base[:, j] + base[:, 0])
+    torch.testing.assert_close(tpu.cpu(), base)
+    # Rows 0 (offset 0) and 1 (the first non-zero offset) lower, rows 2-5 run prepared;
+    # column 1 lowers, columns 2-7 run prepared.
+    assert prepared_runs() - before == 4 + 4 + 6
+
+
+def test_broadcasting_and_aliasing():
+    x, y = torch.randn(4, 1), torch.randn(1, 5)
+    check_repeated(lambda a, b, c: a + b, x, y)
+    check_repeated(lambda a, c: a + a, x)
+    # Same metadata as a + a, but two storages: must not run a + a's program.
+    a, b = torch.randn(4, 1), torch.randn(4, 1)
+    ta, tb = a.to("tpu"), b.to("tpu")
+    torch.testing.assert_close((ta + ta).cpu(), a + a)
+    torch.testing.assert_close((ta + tb).cpu(), a + b)
+    torch.testing.assert_close((tb + tb).cpu(), b + b)
+    check_repeated(lambda a, c: a.add_(a), x)
+
+
+def test_reductions():
+    x = torch.randn(5, 6, 7)
+    check_repeated(lambda a, c: a.sum(), x)
+    check_repeated(lambda a, c: a.sum(dim=1), x)
+    check_repeated(lambda a, c: a.sum(dim=(0, 2), keepdim=True), x)
+    check_repeated(lambda a, c: a.mean(dim=-1), x)
+    check_repeated(lambda a, c: a.sum(dtype=torch.float64), x)
+    check_repeated(lambda a, c: a.sum(), torch.arange(30).reshape(5, 6))
+    # Same input metadata, another reduced dim: another program.
+    t = x.to("tpu")
+    torch.testing.assert_close(t.sum(dim=0).cpu(), x.sum(dim=0))
+    torch.testing.assert_close(t.sum(dim=2).cpu(), x.sum(dim=2))
+
+
+def test_another_device_gets_its_result_there():
+    x = torch.randn(9)
+    for device in ("tpu:0", "tpu:1", "tpu:0", "tpu:1"):
+        t = x.to(device)
+        out = t * 3
+        assert out.device == torch.device(device)
+        torch.testing.assert_close(out.cpu(), x * 3)
+
+
+def test_errors_are_still_raised():
+    i, f = torch.arange(4, device="tpu"), torch.ones(4, device="tpu")
+    i.add_(i)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.add_(f)
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ones(4, device="tpu:0") + torch.ones(4, device="tpu:1")
+    with pytest.raises(RuntimeError, match="bool"):
+        torch.ones(3, dtype=torch.bool, device="tpu").relu()
+
+
+@pytest.mark.parametrize("mode", ["debug", "defer_and_fuse"])
+def test_only_strict_mode_takes_the_fast_path(mode):
+    x = torch.randn(16)
+    with torch_tpu.eager_mode(mode):
+        before = prepared_runs()
+        for c in range(3):
+            torch.testing.assert_close((x.to("tpu") * (c + 1)).cpu(), x * (c + 1))
+        assert prepared_runs() == before
+
+
+def test_switched_off_every_call_lowers():
+    code = (
+        "import torch, torch_tpu\n"
+        "x = torch.randn(8)\n"
+        "for c in range(3):\n"
+        "    torch.testing.assert_close((x.to('tpu') * c).cpu(), x * c)\n"
+        "print(torch_tpu.metrics.snapshot()['prepared_runs'])\n"
+    )
+    env = dict(os.environ, TORCH_TPU_PREPARED_OPS="0", TORCH_TPU_EAGER_MODE="strict")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "0"
