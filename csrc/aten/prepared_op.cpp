@@ -21,7 +21,9 @@ namespace tpu::aten {
 namespace {
 
 struct Entry {
-  std::shared_ptr<pjrt::Executable> executable;
+  // Weak: the program cache decides how many programs stay loaded (XLA:CPU maps memory
+  // regions per program, TORCH_TPU_MAX_PROGRAMS); an evicted one is lowered again.
+  std::weak_ptr<pjrt::Executable> executable;
   std::vector<PreparedCall::Operand> operands;
   std::vector<PreparedCall::Output> outputs;
 };
@@ -51,6 +53,10 @@ class Table {
     if (entries_.size() >= kMaxEntries) entries_.clear();
     entries_.insert_or_assign(std::move(signature), std::move(entry));
   }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.clear();
+  }
 
  private:
   static constexpr size_t kMaxEntries = 4096;
@@ -72,6 +78,8 @@ int64_t scalar_kind(const c10::Scalar& s) {
 }
 
 }  // namespace
+
+void clear_prepared_ops() { table().clear(); }
 
 bool prepared_ops_enabled() {
   static const bool enabled = [] {
@@ -176,6 +184,8 @@ bool PreparedCall::run() {
   if (!eligible_) return false;
   std::shared_ptr<const Entry> entry = table().find(signature_);
   if (entry == nullptr) return false;
+  std::shared_ptr<pjrt::Executable> executable = entry->executable.lock();
+  if (executable == nullptr) return false;
   int device = -1;
   for (const at::Tensor* t : tensors_) {
     if (t != nullptr && t->defined() && !t->is_cpu()) {
@@ -210,8 +220,7 @@ bool PreparedCall::run() {
       arguments.push_back(inputs.back()->get());
     }
     runtime::ProfiledRun profiled(op_, device);
-    std::vector<pjrt::BufferPtr> outputs =
-        entry->executable->execute(arguments, client.device(device));
+    std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments, client.device(device));
     profiled.done(outputs);
     rt.retire(std::move(inputs), outputs.front());
     runtime::metrics().count_prepared_run(op_);

@@ -78,6 +78,9 @@ class PreparedCall {
   bool eligible_ = false;  // strict mode, prepared ops on, signature describable
 };
 
+// Forgets every prepared call (with the program cache's memory: as if the process restarted).
+void clear_prepared_ops();
+
 // TORCH_TPU_PREPARED_OPS=0 turns the fast path off (every call lowers, as before).
 bool prepared_ops_enabled();
 

@@ -2,6 +2,7 @@
 // statistics, clearing, and the recompile log switch (torch_tpu/cache.py wraps them).
 #include <torch/csrc/utils/pybind.h>
 
+#include "aten/prepared_op.h"
 #include "runtime/cache_identity.h"
 #include "runtime/disk_cache.h"
 #include "runtime/recompile_log.h"
@@ -57,7 +58,10 @@ void register_cache_bindings(py::module& m) {
   m.def("_cache_settings_from_environment", &settings_from_environment);
   m.def("_cache_info", &info);
   m.def("_cache_clear", &clear);
-  m.def("_cache_clear_memory", [] { runtime::Runtime::get().programs().clear(); });
+  m.def("_cache_clear_memory", [] {
+    aten::clear_prepared_ops();
+    runtime::Runtime::get().programs().clear();
+  });
   m.def("_set_log_recompiles", &runtime::RecompileLog::set_enabled);
   m.def("_get_log_recompiles", &runtime::RecompileLog::enabled);
 }
