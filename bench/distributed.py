@@ -233,7 +233,9 @@ def worker(args) -> None:
 
 
 def threaded_all_reduce(repeats: int, sizes: list[int]) -> dict:
-    """Table 3: seconds per all_reduce by size and engine, 4 rank threads."""
+    """Table 3: seconds per all_reduce and per send/recv ring step (each rank sends to the
+    next and receives from the previous, batch_isend_irecv) by size and engine, 4 rank
+    threads."""
     import threading
 
     import torch
@@ -259,8 +261,21 @@ def threaded_all_reduce(repeats: int, sizes: list[int]) -> dict:
         names = {v: torch_tpu.distributed.engine_name(g) for v, g in groups.items()}
         assert names == {"xla": "xla", "host": "host_staging(gloo)"}, names
         out = {}
+        ring_out = {}
+
+        def ring(t, received, group) -> None:
+            group_rank = dist.get_rank(group)
+            peers = [(group_rank + 1) % world, (group_rank - 1) % world]
+            ops = [
+                dist.P2POp(dist.isend, t, dist.get_global_rank(group, peers[0]), group),
+                dist.P2POp(dist.irecv, received, dist.get_global_rank(group, peers[1]), group),
+            ]
+            for work in dist.batch_isend_irecv(ops):
+                work.wait()
+
         for size in sizes:
             t = torch.ones(size // 4, device=f"tpu:{rank}")
+            received = torch.empty_like(t)
             for group in groups.values():  # checked once, then a warm-up
                 t.fill_(1.0)
                 dist.all_reduce(t, group=group)
@@ -279,20 +294,40 @@ def threaded_all_reduce(repeats: int, sizes: list[int]) -> dict:
                     torch.tpu.synchronize()
                     samples[variant].append((time.perf_counter() - start) / inner)
             out[size] = samples
-        return out
+            for group in groups.values():  # checked once
+                t.fill_(float(rank))
+                ring(t, received, group)
+                if not bool((received.cpu() == (rank - 1) % world).all()):
+                    raise AssertionError(f"ring of {size} bytes gave {received[:4].cpu()}")
+            ring_samples = {v: [] for v in groups}
+            for _ in range(repeats):
+                for variant, group in groups.items():
+                    turn.wait()
+                    start = time.perf_counter()
+                    for _ in range(inner):
+                        ring(t, received, group)
+                    torch.tpu.synchronize()
+                    ring_samples[variant].append((time.perf_counter() - start) / inner)
+            ring_out[size] = ring_samples
+        return {"all_reduce": out, "ring": ring_out}
 
     os.environ["TORCH_TPU_COLLECTIVES"] = "xla"
     try:
         ranks = run_threaded(rank_main, world, timeout=600)
     finally:
         os.environ.pop("TORCH_TPU_COLLECTIVES", None)
-    table = {}
-    for size in sizes:
-        table[size] = {
-            v: statistics.median(max(r[size][v][i] for r in ranks) for i in range(repeats))
-            for v in ("xla", "host")
+    tables = {}
+    for kind in ("all_reduce", "ring"):
+        tables[kind] = {
+            size: {
+                v: statistics.median(
+                    max(r[kind][size][v][i] for r in ranks) for i in range(repeats)
+                )
+                for v in ("xla", "host")
+            }
+            for size in sizes
         }
-    return {"world": world, "sizes": table}
+    return {"world": world, "sizes": tables["all_reduce"], "ring": tables["ring"]}
 
 
 def topology_estimate(topology: str, link_gbps: float, hop_us: float) -> None:
@@ -388,6 +423,18 @@ def threads_table(repeats: int, sizes: list[int]) -> None:
     for size in sizes:
         t = r["sizes"][size]
         xla, gloo = (size * 2 * (n - 1) / n / t[v] / 1e9 for v in ("xla", "host"))
+        print(
+            f"| {label(size)} | {xla:.4f} | {gloo:.4f} | {xla / gloo:.2f} | "
+            f"{t['xla'] * 1e3:.2f} | {t['host'] * 1e3:.2f} |"
+        )
+    print(
+        f"\n| send/recv ring step (batch_isend_irecv), {n} rank threads | xla engine (GB/s) |"
+        " host-staging gloo engine (GB/s) | xla / gloo | xla (ms) | gloo (ms) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        t = r["ring"][size]
+        xla, gloo = (size / t[v] / 1e9 for v in ("xla", "host"))
         print(
             f"| {label(size)} | {xla:.4f} | {gloo:.4f} | {xla / gloo:.2f} | "
             f"{t['xla'] * 1e3:.2f} | {t['host'] * 1e3:.2f} |"
