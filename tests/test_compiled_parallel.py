@@ -47,6 +47,28 @@ def whole_batch() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(BATCH, DIM, generator=g), torch.randn(BATCH, DIM, generator=g)
 
 
+def rank_batch(rank: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """This rank's rows of the whole batch (data parallel), on `device`; x needs grad."""
+    x, target = whole_batch()
+    rows = slice(rank * (BATCH // WORLD), (rank + 1) * (BATCH // WORLD))
+    return x[rows].to(device).requires_grad_(True), target[rows].to(device)
+
+
+def assert_shards_trained_as_one_process(results) -> None:
+    """Data-parallel ranks: compiled losses equal eager's, every variant's parameters equal
+    one process's on the whole batch, and the ranks' mean loss is the whole batch's."""
+    losses, params, _ = one_process()
+    for rank in range(WORLD):
+        r = results[rank]
+        torch.testing.assert_close(r["compiled"]["losses"], r["eager"]["losses"])
+        for variant in ("eager", "compiled"):
+            for mine, whole in zip(r[variant]["params"], params):
+                torch.testing.assert_close(mine, whole, rtol=1e-5, atol=1e-6)
+    # Each rank's loss is its half of the batch's: their mean is the whole batch's.
+    mean = sum(results[rank]["compiled"]["losses"] for rank in range(WORLD)) / WORLD
+    torch.testing.assert_close(mean, torch.tensor(losses), rtol=1e-5, atol=1e-6)
+
+
 def backward_step(model, opt):
     """loss.backward() ends the graph Dynamo captures (it does not trace backward());
     the optimizer's step is a graph of its own. The seed gradient is made in the graph,
@@ -198,10 +220,7 @@ def fsdp_rank(rank, barrier):
 
     device = torch.device("tpu", rank)
     mesh = init_device_mesh("tpu", (WORLD,))
-    x, target = whole_batch()
-    rows = BATCH // WORLD
-    x_here = x[rank * rows : (rank + 1) * rows].to(device).requires_grad_(True)
-    target_here = target[rank * rows : (rank + 1) * rows].to(device)
+    x_here, target_here = rank_batch(rank, device)
     results = {}
     for variant in ("eager", "compiled"):
         model = make_mlp().to(device)
@@ -226,14 +245,9 @@ def test_fsdp2_compiled_step_matches_eager():
     layers' ops between them, stay eager programs. What the compiled step must be is
     right; this pins how far from one program per step it is."""
     results = run_threaded(fsdp_rank, WORLD, threading.Barrier(WORLD))
-    losses, params, _ = one_process()
+    assert_shards_trained_as_one_process(results)
     for rank in range(WORLD):
         r = results[rank]
-        # Each rank's loss is its half of the batch's: their mean is the whole batch's.
-        torch.testing.assert_close(r["compiled"]["losses"], r["eager"]["losses"])
-        for variant in ("eager", "compiled"):
-            for mine, whole in zip(r[variant]["params"], params):
-                torch.testing.assert_close(mine, whole, rtol=1e-5, atol=1e-6)
         # Two layers: an all-gather each forward and again in backward (resharded
         # after forward), a reduce-scatter each backward, all standalone programs.
         for variant in ("eager", "compiled"):
@@ -243,8 +257,6 @@ def test_fsdp2_compiled_step_matches_eager():
             }, variant
         assert r["compiled"]["programs"] < r["eager"]["programs"]
         assert r["compiled"]["programs"] > 6  # the collectives, and eager layers too
-    mean = sum(results[rank]["compiled"]["losses"] for rank in range(WORLD)) / WORLD
-    torch.testing.assert_close(mean, torch.tensor(losses), rtol=1e-5, atol=1e-6)
 
 
 def simple_fsdp_rank(rank, barrier):
@@ -256,10 +268,7 @@ def simple_fsdp_rank(rank, barrier):
 
     device = torch.device("tpu", rank)
     mesh = init_device_mesh("tpu", (WORLD,))
-    x, target = whole_batch()
-    rows = BATCH // WORLD
-    x_here = x[rank * rows : (rank + 1) * rows].to(device).requires_grad_(True)
-    target_here = target[rank * rows : (rank + 1) * rows].to(device)
+    x_here, target_here = rank_batch(rank, device)
     results = {}
     for variant in ("eager", "compiled"):
         params = [
@@ -291,13 +300,10 @@ def simple_fsdp_rank(rank, barrier):
 
 def test_simple_fsdp_compiled_step_is_one_program():
     results = run_threaded(simple_fsdp_rank, WORLD, threading.Barrier(WORLD))
-    losses, params, _ = one_process()
+    assert_shards_trained_as_one_process(results)
     for rank in range(WORLD):
         r = results[rank]
-        torch.testing.assert_close(r["compiled"]["losses"], r["eager"]["losses"])
         for variant in ("eager", "compiled"):
-            for mine, whole in zip(r[variant]["params"], params):
-                torch.testing.assert_close(mine, whole, rtol=1e-5, atol=1e-6)
             # Each of the four parameters gathered forward, its gradient scattered back.
             assert r[variant]["collectives"] == {
                 "c10d::all_gather": 4,
@@ -305,5 +311,3 @@ def test_simple_fsdp_compiled_step_is_one_program():
             }, variant
         assert r["eager"]["programs"] > 20
         assert r["compiled"]["programs"] == 1  # the eight collectives inside
-    mean = sum(results[rank]["compiled"]["losses"] for rank in range(WORLD)) / WORLD
-    torch.testing.assert_close(mean, torch.tensor(losses), rtol=1e-5, atol=1e-6)

@@ -9,12 +9,10 @@
 #include <unordered_map>
 
 #include "aten/device_errors.h"
-#include "aten/dtype.h"
 #include "aten/eager_mode.h"
 #include "aten/program.h"
 #include "aten/storage.h"
 #include "runtime/metrics.h"
-#include "runtime/program_trace.h"
 #include "runtime/runtime.h"
 
 namespace tpu::aten {
@@ -195,40 +193,31 @@ bool PreparedCall::run() {
   }
   if (device < 0) return false;
   translating_out_of_memory(static_cast<c10::DeviceIndex>(device), [&] {
-    runtime::Runtime& rt = runtime::Runtime::get();
-    const pjrt::Client& client = rt.client();
     std::vector<pjrt::BufferPtr> inputs;
-    std::vector<PJRT_Buffer*> arguments;
     inputs.reserve(entry->operands.size());
-    arguments.reserve(entry->operands.size());
     for (const Operand& operand : entry->operands) {
       const OperandSource& source = operand.source;
       if (source.kind == OperandSource::Kind::Storage) {
         runtime::DeviceStorage* storage = device_storage(tensors_[source.slot]->storage());
         materialize(*storage);
         inputs.push_back(storage->buffer());
-      } else {
-        c10::Scalar value = source.kind == OperandSource::Kind::Offset
-                                ? c10::Scalar(tensors_[source.slot]->storage_offset())
-                            : source.kind == OperandSource::Kind::Scalar
-                                ? *scalars_[source.slot]
-                                : tensors_[source.slot]->item();
-        std::vector<unsigned char> bytes = scalar_bytes(value, source.type);
-        inputs.push_back(client.buffer_from_host(
-            bytes.data(), buffer_type(element_type(source.type)), operand.dims, device));
+        continue;
       }
-      arguments.push_back(inputs.back()->get());
+      c10::Scalar value = source.kind == OperandSource::Kind::Offset
+                              ? c10::Scalar(tensors_[source.slot]->storage_offset())
+                          : source.kind == OperandSource::Kind::Scalar
+                              ? *scalars_[source.slot]
+                              : tensors_[source.slot]->item();
+      inputs.push_back(
+          upload_operand(scalar_bytes(value, source.type), source.type, operand.dims, device));
     }
-    runtime::ProfiledRun profiled(op_, device);
-    std::vector<pjrt::BufferPtr> outputs = executable->execute(arguments, client.device(device));
-    profiled.done(outputs);
-    rt.retire(std::move(inputs), outputs.front());
+    std::vector<pjrt::BufferPtr> outputs = launch_op(*executable, std::move(inputs), device, op_);
     runtime::metrics().count_prepared_run(op_);
     for (size_t i = 0; i < entry->outputs.size(); ++i) {
       device_storage(tensors_[entry->outputs[i].slot]->storage())
           ->set_buffer(outputs[i], static_cast<hlo::ElementType>(entry->outputs[i].element_type));
     }
-    rt.track(outputs);
+    runtime::Runtime::get().track(outputs);
   });
   return true;
 }

@@ -279,28 +279,20 @@ void Program::run_now() {
     return;
   }
   runtime::Runtime& rt = runtime::Runtime::get();
-  const pjrt::Client& client = rt.client();
   auto executable =
       compile_options_ == nullptr
           ? rt.programs().get(builder_.module_text(results), op_name_)
           : rt.programs().get(builder_.module_text(results), op_name_, *compile_options_);
 
   std::vector<pjrt::BufferPtr> inputs;
-  std::vector<PJRT_Buffer*> arguments;
+  inputs.reserve(operands_.size());
   for (const Operand& operand : operands_) {
-    if (operand.storage >= 0) {
-      inputs.push_back(storages_[operand.storage].storage->buffer());
-    } else {
-      inputs.push_back(client.buffer_from_host(
-          operand.bytes.data(), buffer_type(element_type(operand.type)), operand.dims, device_));
-    }
-    arguments.push_back(inputs.back()->get());
+    inputs.push_back(operand.storage >= 0
+                         ? storages_[operand.storage].storage->buffer()
+                         : upload_operand(operand.bytes, operand.type, operand.dims, device_));
   }
-  runtime::ProfiledRun profiled(op_name_, device_);  // torch.profiler: the op's device time
   std::vector<pjrt::BufferPtr> outputs =
-      executable->execute(arguments, client.device(device_), launch_id_);
-  profiled.done(outputs);
-  rt.retire(std::move(inputs), outputs.front());
+      launch_op(*executable, std::move(inputs), device_, op_name_, launch_id_);
   runtime::metrics().count_execution();
   runtime::metrics().count_native(op_name_);
   for (size_t i = 0; i < written.size(); ++i) {
@@ -314,6 +306,27 @@ void Program::run_now() {
   } else {
     rt.track(outputs);
   }
+}
+
+pjrt::BufferPtr upload_operand(const std::vector<unsigned char>& bytes, c10::ScalarType type,
+                               const std::vector<int64_t>& dims, int device) {
+  return runtime::Runtime::get().client().buffer_from_host(
+      bytes.data(), buffer_type(element_type(type)), dims, device);
+}
+
+std::vector<pjrt::BufferPtr> launch_op(const pjrt::Executable& executable,
+                                       std::vector<pjrt::BufferPtr> inputs, int device,
+                                       const char* op, int launch_id) {
+  runtime::Runtime& rt = runtime::Runtime::get();
+  std::vector<PJRT_Buffer*> arguments;
+  arguments.reserve(inputs.size());
+  for (const pjrt::BufferPtr& input : inputs) arguments.push_back(input->get());
+  runtime::ProfiledRun profiled(op, device);  // torch.profiler: the op's device time
+  std::vector<pjrt::BufferPtr> outputs =
+      executable.execute(arguments, rt.client().device(device), launch_id);
+  profiled.done(outputs);
+  rt.retire(std::move(inputs), outputs.front());
+  return outputs;
 }
 
 void Program::prepare(std::shared_ptr<pjrt::Executable> executable,

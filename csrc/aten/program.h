@@ -110,6 +110,16 @@ class Program {
 // The bytes of `value` as one element of `type`, as the device stores it.
 std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarType type);
 
+// A run-time operand (a scalar's or a key's bytes) as a buffer on `device`.
+pjrt::BufferPtr upload_operand(const std::vector<unsigned char>& bytes, c10::ScalarType type,
+                               const std::vector<int64_t>& dims, int device);
+
+// Enqueues a one-op program on `device`: timed for torch.profiler as `op`, its `inputs` kept
+// alive until it has run. Returns its outputs, which become ready asynchronously.
+std::vector<pjrt::BufferPtr> launch_op(const pjrt::Executable& executable,
+                                       std::vector<pjrt::BufferPtr> inputs, int device,
+                                       const char* op, int launch_id = 0);
+
 // Runs `check` on a host copy of `flags`, a small contiguous tpu tensor an op computed
 // to validate its input (index bounds, targets): at once, or in defer_and_fuse mode
 // when the pending graph runs, so that validating never forces a flush.

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "pjrt/client.h"
@@ -72,17 +73,23 @@ PJRT_Error* put(MemoryStore& store, const std::string& key, const std::string& v
   return pjrt::key_value_callbacks().put(&args);
 }
 
+// The arguments a plugin passes to kv_get for `key` (a literal: it must outlive them).
+PJRT_KeyValueGetCallback_Args get_args(MemoryStore& store, std::string_view key, int timeout_ms) {
+  auto args = PJRT_ARGS(PJRT_KeyValueGetCallback_Args);
+  args.key = key.data();
+  args.key_size = key.size();
+  args.timeout_in_ms = timeout_ms;
+  args.callback_error = &callback_error;
+  args.user_arg = &store;
+  return args;
+}
+
 TEST(KeyValueCallbacks, PutThenGetReturnsTheBytesWithADeleter) {
   MemoryStore store;
   const std::string value("topology\0with a zero byte", 25);
   ASSERT_EQ(put(store, "gpu/topology", value), nullptr);
 
-  auto args = PJRT_ARGS(PJRT_KeyValueGetCallback_Args);
-  args.key = "gpu/topology";
-  args.key_size = 12;
-  args.timeout_in_ms = 1000;
-  args.callback_error = &callback_error;
-  args.user_arg = &store;
+  auto args = get_args(store, "gpu/topology", 1000);
   ASSERT_EQ(pjrt::key_value_callbacks().get(&args), nullptr);
   EXPECT_EQ(std::string(args.value, args.value_size), value);
   ASSERT_NE(args.value_deleter_callback, nullptr);
@@ -95,20 +102,13 @@ TEST(KeyValueCallbacks, GetWaitsForAnotherProcessAndTimesOutAsDeadlineExceeded) 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     put(store, "nccl_id", "42");
   });
-  auto args = PJRT_ARGS(PJRT_KeyValueGetCallback_Args);
-  args.key = "nccl_id";
-  args.key_size = 7;
-  args.timeout_in_ms = 5000;
-  args.callback_error = &callback_error;
-  args.user_arg = &store;
+  auto args = get_args(store, "nccl_id", 5000);
   ASSERT_EQ(pjrt::key_value_callbacks().get(&args), nullptr);
   EXPECT_EQ(std::string(args.value, args.value_size), "42");
   args.value_deleter_callback(args.value);
   other.join();
 
-  args.key = "never_set";
-  args.key_size = 9;
-  args.timeout_in_ms = 20;
+  args = get_args(store, "never_set", 20);
   EXPECT_NE(pjrt::key_value_callbacks().get(&args), nullptr);
   EXPECT_EQ(reported.code, PJRT_Error_Code_DEADLINE_EXCEEDED);
   EXPECT_NE(reported.message.find("never_set"), std::string::npos) << reported.message;
