@@ -15,7 +15,8 @@ from launch import free_port, run_ranks  # noqa: E402
 
 from torch_tpu import _job  # noqa: E402
 
-FORCED = {"TORCH_TPU_MULTIPROCESS_CLIENT": "1"}
+# A rank that does not come fails the others in 30 s, well inside each launch's deadline.
+FORCED = {"TORCH_TPU_MULTIPROCESS_CLIENT": "1", "TORCH_TPU_JOB_TIMEOUT": "30"}
 
 
 def test_ranks_share_the_job_store_without_torchruns_agent():
