@@ -169,3 +169,34 @@ def test_switched_off_every_call_lowers():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_scalar_buffers_are_shared_by_value_and_stay_exact():
+    """Scalar operands come from a table of device buffers keyed by value: a value seen
+    before reuses its buffer, and more distinct values than the table holds (it is
+    cleared when full) still give exact results, in every dtype's own bytes."""
+    x = torch.arange(16, dtype=torch.float32)
+    xi = torch.arange(16, dtype=torch.int32)
+    tx, txi = x.to("tpu"), xi.to("tpu")
+    for step in range(700):  # more than the table's 512 entries
+        value = step * 0.25 - 40
+        torch.testing.assert_close((tx * value).cpu(), x * value, rtol=0, atol=0)
+        if step % 50 == 0:  # an int32 1 and a float32 1.0 are different operands
+            torch.testing.assert_close((txi + step).cpu(), xi + step, rtol=0, atol=0)
+            torch.testing.assert_close((tx + step).cpu(), x + step, rtol=0, atol=0)
+    # Back to the first values after the table was cleared.
+    torch.testing.assert_close((tx * -40.0).cpu(), x * -40.0, rtol=0, atol=0)
+
+
+def test_a_long_chain_of_small_ops_keeps_its_inputs_until_they_ran():
+    """Small executions keep their inputs alive in batches (checked together, not one by
+    one); a chain longer than a batch, whose intermediates are dropped at once, still
+    computes every step from the right inputs, and large ones do too."""
+    for n in (128, 1 << 18):  # 512 bytes, and 1 MiB: past the batch's byte bound
+        x = torch.randn(n)
+        expected, actual = x.clone(), x.to("tpu")
+        for step in range(40):
+            expected = (expected * 0.5 + step).relu()
+            actual = (actual * 0.5 + step).relu()
+        torch.tpu.synchronize()
+        torch.testing.assert_close(actual.cpu(), expected)

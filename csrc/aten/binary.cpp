@@ -189,7 +189,7 @@ at::Tensor binary_functional(const char* name, BinaryLowering lowering, BinaryKi
                              const BinaryOperand& self, const BinaryOperand& other) {
   Types t = types_for(kind, common_type(self, other), name);
   const at::Tensor& device = device_tensor(self, other);
-  at::Tensor out = at::empty(shape_of(self, other), device.options().dtype(t.result));
+  at::Tensor out = new_empty(shape_of(self, other), device.options().dtype(t.result));
   run(name, lowering, t.compute, self, other, out);
   return out;
 }

@@ -56,9 +56,9 @@ at::Tensor new_output(const std::vector<int64_t>& shape, c10::ScalarType type,
   c10::TensorOptions options = like.options().dtype(type).device(device);
   if (like.sizes() == c10::IntArrayRef(shape) && like.is_non_overlapping_and_dense() &&
       !like.is_contiguous()) {
-    return at::empty_strided(shape, like.strides(), options);
+    return empty_strided(shape, like.strides(), type, std::nullopt, device, std::nullopt);
   }
-  return at::empty(shape, options);
+  return new_empty(shape, options);
 }
 
 void check_output(const at::Tensor& out, c10::ScalarType type, const std::vector<int64_t>& shape,

@@ -1,6 +1,7 @@
 #include "aten/prepared_op.h"
 
 #include <ATen/Context.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdlib>
 #include <functional>
@@ -92,15 +93,22 @@ PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tenso
                            const std::vector<int64_t>& statics)
     : op_(op), tensors_(tensors), scalars_(scalars) {
   if (!prepared_ops_enabled() || eager_mode() != EagerMode::Strict) return;
-  signature_.reserve(8 + statics.size() + 16 * tensors_.size() + scalars_.size());
-  signature_.push_back(static_cast<int64_t>(std::hash<std::string_view>{}(op)));
-  signature_.push_back(static_cast<int64_t>(at::globalContext().float32MatmulPrecision()));
-  signature_.insert(signature_.end(), statics.begin(), statics.end());
-  std::vector<const void*> storages;  // of the slots so far: which share one
+  // Written through a pointer into a vector sized for the longest signature: a small op's
+  // whole host path is a few microseconds, and growing the vector word by word showed up.
+  size_t bound = 1 + statics.size() + scalars_.size();
+  for (const at::Tensor* t : tensors_)
+    bound += t != nullptr && t->defined() ? 10 + 2 * t->dim() : 1;
+  signature_.resize(bound);
+  int64_t* word = signature_.data();
+  // The op's name is a literal of its lowering: its address names it (two literals of one
+  // name are two keys for one program, which is harmless).
+  *word++ = reinterpret_cast<intptr_t>(op);
+  for (int64_t s : statics) *word++ = s;
+  c10::SmallVector<const void*, 8> storages;  // of the slots so far: which share one
   for (const at::Tensor* t : tensors_) {
     const void* storage = nullptr;
     if (t == nullptr || !t->defined()) {
-      signature_.push_back(0);
+      *word++ = 0;
       storages.push_back(nullptr);
       continue;
     }
@@ -108,20 +116,20 @@ PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tenso
     // Other devices and CPU tensors with dimensions are errors the lowering raises.
     if (!cpu && t->device().type() != c10::DeviceType::PrivateUse1) return;
     if (cpu && t->dim() != 0) return;
-    signature_.push_back(cpu ? 1 : 2);
-    signature_.push_back(static_cast<int64_t>(t->scalar_type()));
-    signature_.push_back(t->is_conj() * 2 + t->is_neg());
-    signature_.push_back(cpu ? -1 : t->device().index());
-    signature_.push_back(t->dim());
-    signature_.insert(signature_.end(), t->sizes().begin(), t->sizes().end());
-    signature_.insert(signature_.end(), t->strides().begin(), t->strides().end());
-    signature_.push_back(t->storage_offset() != 0);
+    *word++ = cpu ? 1 : 2;
+    *word++ = static_cast<int64_t>(t->scalar_type());
+    *word++ = t->is_conj() * 2 + t->is_neg();
+    *word++ = cpu ? -1 : t->device().index();
+    *word++ = t->dim();
+    for (int64_t size : t->sizes()) *word++ = size;
+    for (int64_t stride : t->strides()) *word++ = stride;
+    *word++ = t->storage_offset() != 0;
     if (!cpu && t->numel() > 0) {
       runtime::DeviceStorage* device = device_storage(t->storage());
       if (device == nullptr) return;
       storage = device;
-      signature_.push_back(static_cast<int64_t>(device->nbytes()));
-      signature_.push_back(static_cast<int64_t>(device->element_type()));
+      *word++ = static_cast<int64_t>(device->nbytes());
+      *word++ = static_cast<int64_t>(device->element_type());
     }
     int64_t alias = -1;
     for (size_t i = 0; storage != nullptr && i < storages.size(); ++i) {
@@ -130,10 +138,11 @@ PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tenso
         break;
       }
     }
-    signature_.push_back(alias);
+    *word++ = alias;
     storages.push_back(storage);
   }
-  for (const c10::Scalar* s : scalars_) signature_.push_back(s == nullptr ? 0 : scalar_kind(*s));
+  for (const c10::Scalar* s : scalars_) *word++ = s == nullptr ? 0 : scalar_kind(*s);
+  signature_.resize(word - signature_.data());
   eligible_ = true;
 }
 
@@ -211,7 +220,12 @@ bool PreparedCall::run() {
       inputs.push_back(
           upload_operand(scalar_bytes(value, source.type), source.type, operand.dims, device));
     }
-    std::vector<pjrt::BufferPtr> outputs = launch_op(*executable, std::move(inputs), device, op_);
+    size_t bytes = 0;
+    for (const at::Tensor* t : tensors_) {
+      if (t != nullptr && t->defined() && !t->is_cpu()) bytes += t->storage().nbytes();
+    }
+    std::vector<pjrt::BufferPtr> outputs =
+        launch_op(*executable, std::move(inputs), device, op_, /*launch_id=*/0, bytes);
     runtime::metrics().count_prepared_run(op_);
     for (size_t i = 0; i < entry->outputs.size(); ++i) {
       device_storage(tensors_[entry->outputs[i].slot]->storage())

@@ -15,11 +15,13 @@
 // (a non-zero offset is a run-time operand), its storage's size and element type and which
 // tensors share a storage; per Scalar only its kind (values are run-time operands); and
 // `statics`, every other value the lowering branches on (dtypes it computes, flags,
-// whether alpha is 1...). The Program records, for each operand, which tensor's storage
+// whether alpha is 1...; a lowering that reads torch's float32 matmul precision puts it
+// there too). The Program records, for each operand, which tensor's storage
 // or offset, or which Scalar it is; a program with an operand of any other origin (a
 // random key, a constant tensor made inside the lowering) is not prepared.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
 #include <initializer_list>
@@ -72,8 +74,8 @@ class PreparedCall {
 
  private:
   const char* op_;
-  std::vector<const at::Tensor*> tensors_;
-  std::vector<const c10::Scalar*> scalars_;
+  c10::SmallVector<const at::Tensor*, 6> tensors_;
+  c10::SmallVector<const c10::Scalar*, 4> scalars_;
   std::vector<int64_t> signature_;
   bool eligible_ = false;  // strict mode, prepared ops on, signature describable
 };

@@ -291,8 +291,10 @@ void Program::run_now() {
                          ? storages_[operand.storage].storage->buffer()
                          : upload_operand(operand.bytes, operand.type, operand.dims, device_));
   }
+  size_t bytes = 0;
+  for (const StorageState& state : storages_) bytes += state.storage->nbytes();
   std::vector<pjrt::BufferPtr> outputs =
-      launch_op(*executable, std::move(inputs), device_, op_name_, launch_id_);
+      launch_op(*executable, std::move(inputs), device_, op_name_, launch_id_, bytes);
   runtime::metrics().count_execution();
   runtime::metrics().count_native(op_name_);
   for (size_t i = 0; i < written.size(); ++i) {
@@ -310,13 +312,13 @@ void Program::run_now() {
 
 pjrt::BufferPtr upload_operand(const std::vector<unsigned char>& bytes, c10::ScalarType type,
                                const std::vector<int64_t>& dims, int device) {
-  return runtime::Runtime::get().client().buffer_from_host(
-      bytes.data(), buffer_type(element_type(type)), dims, device);
+  return runtime::Runtime::get().constants().get(bytes, buffer_type(element_type(type)), dims,
+                                                 device);
 }
 
 std::vector<pjrt::BufferPtr> launch_op(const pjrt::Executable& executable,
                                        std::vector<pjrt::BufferPtr> inputs, int device,
-                                       const char* op, int launch_id) {
+                                       const char* op, int launch_id, size_t bytes) {
   runtime::Runtime& rt = runtime::Runtime::get();
   std::vector<PJRT_Buffer*> arguments;
   arguments.reserve(inputs.size());
@@ -325,7 +327,7 @@ std::vector<pjrt::BufferPtr> launch_op(const pjrt::Executable& executable,
   std::vector<pjrt::BufferPtr> outputs =
       executable.execute(arguments, rt.client().device(device), launch_id);
   profiled.done(outputs);
-  rt.retire(std::move(inputs), outputs.front());
+  rt.retire(std::move(inputs), outputs.front(), bytes);
   return outputs;
 }
 

@@ -115,10 +115,11 @@ pjrt::BufferPtr upload_operand(const std::vector<unsigned char>& bytes, c10::Sca
                                const std::vector<int64_t>& dims, int device);
 
 // Enqueues a one-op program on `device`: timed for torch.profiler as `op`, its `inputs` kept
-// alive until it has run. Returns its outputs, which become ready asynchronously.
+// alive until it has run (`bytes`, the size of the storages it reads and writes, lets small
+// ones be checked in batches). Returns its outputs, which become ready asynchronously.
 std::vector<pjrt::BufferPtr> launch_op(const pjrt::Executable& executable,
                                        std::vector<pjrt::BufferPtr> inputs, int device,
-                                       const char* op, int launch_id = 0);
+                                       const char* op, int launch_id = 0, size_t bytes = SIZE_MAX);
 
 // Runs `check` on a host copy of `flags`, a small contiguous tpu tensor an op computed
 // to validate its input (index bounds, targets): at once, or in defer_and_fuse mode

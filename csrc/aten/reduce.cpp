@@ -210,7 +210,7 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
                    std::optional<c10::ScalarType> dtype) {
   Reduced r = reduced_shape(self, dim, keepdim);
   c10::ScalarType type = integer_upcast_type(self, dtype);
-  at::Tensor out = at::empty(r.shape, self.options().dtype(type));
+  at::Tensor out = new_empty(r.shape, self.options().dtype(type));
   lower_fold("aten::sum", self, r, type, Reduction::Add, false, out);
   return out;
 }
@@ -232,7 +232,7 @@ at::Tensor mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
                     std::optional<c10::ScalarType> dtype) {
   c10::ScalarType type = mean_type(self, dtype);
   Reduced r = reduced_shape(self, dim, keepdim);
-  at::Tensor out = at::empty(r.shape, self.options().dtype(type));
+  at::Tensor out = new_empty(r.shape, self.options().dtype(type));
   lower_fold("aten::mean", self, r, type, Reduction::Add, true, out);
   return out;
 }
@@ -260,7 +260,7 @@ at::Tensor& mean_dtype_out(const at::Tensor& self, std::optional<c10::ScalarType
 at::Tensor prod(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
   Reduced r = reduced_shape(self, std::nullopt, false);
   c10::ScalarType type = integer_upcast_type(self, dtype);
-  at::Tensor out = at::empty(r.shape, self.options().dtype(type));
+  at::Tensor out = new_empty(r.shape, self.options().dtype(type));
   lower_fold("aten::prod", self, r, type, Reduction::Mul, false, out);
   return out;
 }
@@ -269,7 +269,7 @@ at::Tensor prod_dim(const at::Tensor& self, int64_t dim, bool keepdim,
                     std::optional<c10::ScalarType> dtype) {
   Reduced r = reduced_shape(self, dim, keepdim);
   c10::ScalarType type = integer_upcast_type(self, dtype);
-  at::Tensor out = at::empty(r.shape, self.options().dtype(type));
+  at::Tensor out = new_empty(r.shape, self.options().dtype(type));
   lower_fold("aten::prod.dim_int", self, r, type, Reduction::Mul, false, out);
   return out;
 }

@@ -146,7 +146,7 @@ at::Tensor like(const at::Tensor& self, c10::ScalarType type) {
   if (self.is_non_overlapping_and_dense() && !self.is_contiguous()) {
     return at::empty_strided(self.sizes(), self.strides(), self.options().dtype(type));
   }
-  return at::empty(self.sizes(), self.options().dtype(type));
+  return new_empty(self.sizes(), self.options().dtype(type));
 }
 
 }  // namespace
@@ -221,7 +221,7 @@ void lower_test(const char* name, Test test, const at::Tensor& self, const at::T
 }
 
 at::Tensor bool_result(const at::Tensor& self) {
-  return at::empty(self.sizes(), self.options().dtype(c10::kBool));
+  return new_empty(self.sizes(), self.options().dtype(c10::kBool));
 }
 
 at::Tensor& bool_out(const at::Tensor& self, at::Tensor& out) {
@@ -277,7 +277,7 @@ at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
 }
 at::Tensor bitwise_not(const at::Tensor& self) {
   check_integral(self);
-  at::Tensor out = at::empty(self.sizes(), self.options());
+  at::Tensor out = new_empty(self.sizes(), self.options());
   lower_bitwise_not(self, out);
   return out;
 }

@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include <algorithm>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -30,7 +32,8 @@ Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin,
       options_(options),
       job_(std::move(job)),
       client_(std::make_unique<pjrt::Client>(plugin_, options, job_.key_values)),
-      programs_(std::make_unique<ProgramCache>(*client_)) {
+      programs_(std::make_unique<ProgramCache>(*client_)),
+      constants_(std::make_unique<ConstantBuffers>(*client_)) {
   check_same_platform(job_, client_->platform_name() + " " + client_->platform_version());
   for (int i = 0; i < client_->device_count(); ++i) {
     graphs_.push_back(std::make_unique<DeferredGraph>(i));
@@ -91,14 +94,35 @@ void Runtime::track(const std::vector<pjrt::BufferPtr>& pending) {
   }
 }
 
-void Runtime::retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output) {
-  std::deque<Retired> released;  // destroyed outside the lock
+void Runtime::retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output,
+                     size_t bytes) {
+  std::vector<Retired> released;  // destroyed outside the lock (a vector: no allocation if empty)
   std::lock_guard<std::mutex> lock(pending_mutex_);
-  retired_.push_back(Retired{std::move(inputs), output->ready_event()});
-  // Executions finish in order per device: release from the front while done, and
-  // bound the backlog in loops that never synchronize.
-  while (!retired_.empty() && (retired_.size() > 1024 || retired_.front().done->is_ready())) {
-    if (!retired_.front().done->is_ready()) wait_quietly(*retired_.front().done);
+  retired_bytes_ += std::min(bytes, kRetiredBatchBytes + 1);
+  retired_.push_back(Retired{std::move(inputs), nullptr, bytes});
+  // Small executions are checked a batch at a time: asking the plugin for an event costs
+  // a small op about a tenth of its host time, and a batch holds little memory.
+  if (retired_.size() < kRetiredBatch && retired_bytes_ <= kRetiredBatchBytes) return;
+  std::unique_ptr<pjrt::Event> done = output->ready_event();
+  if (done->is_ready()) {
+    // Executions finish in order per device, so every earlier one has too (where that
+    // does not hold, dropping an input a run still reads blocks until it finishes).
+    released.assign(std::make_move_iterator(retired_.begin()),
+                    std::make_move_iterator(retired_.end()));
+    retired_.clear();
+    retired_bytes_ = 0;
+    return;
+  }
+  retired_.back().done = std::move(done);
+  // Release from the front while done, and bound the backlog in loops that never
+  // synchronize. An entry of a batch has no event of its own: a later entry's event
+  // releases it, or the bound does.
+  while (!retired_.empty() &&
+         (retired_.size() > 1024 || (retired_.front().done && retired_.front().done->is_ready()))) {
+    if (retired_.front().done && !retired_.front().done->is_ready()) {
+      wait_quietly(*retired_.front().done);
+    }
+    retired_bytes_ -= std::min(retired_.front().bytes, kRetiredBatchBytes + 1);
     released.push_back(std::move(retired_.front()));
     retired_.pop_front();
   }
@@ -120,8 +144,11 @@ void Runtime::synchronize() {
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     retired.swap(retired_);
+    retired_bytes_ = 0;
   }
-  for (Retired& r : retired) wait_quietly(*r.done);
+  for (Retired& r : retired) {
+    if (r.done) wait_quietly(*r.done);
+  }
   raise_deferred_checks();
 }
 

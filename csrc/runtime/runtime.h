@@ -1,5 +1,6 @@
 #pragma once
 // The process-wide runtime: one PJRT plugin, its client and the program cache.
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -8,6 +9,7 @@
 
 #include "pjrt/client.h"
 #include "pjrt/event.h"
+#include "runtime/constant_buffers.h"
 #include "runtime/deferred_graph.h"
 #include "runtime/job.h"
 #include "runtime/program_cache.h"
@@ -32,12 +34,17 @@ class Runtime {
   const std::vector<pjrt::CreateOption>& client_options() const { return options_; }
   const JobProcess& job() const { return job_; }
   ProgramCache& programs() { return *programs_; }
+  // Shared device buffers of small constant operands (see constant_buffers.h).
+  ConstantBuffers& constants() { return *constants_; }
   int device_count() const { return client_->device_count(); }
 
   // Keeps `inputs` of an execution alive until `output` is computed. Destroying a
   // buffer that a running execution still reads blocks until it finishes, which
   // would make every dispatch synchronous; retired buffers go once it has.
-  void retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output);
+  // `bytes` (the execution's operands and results, SIZE_MAX where unknown) decides
+  // whether it may wait with a batch of small ones before it is checked.
+  void retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output,
+              size_t bytes = SIZE_MAX);
 
   // Remembers buffers still being computed, so synchronize() can wait for them.
   void track(const std::vector<pjrt::BufferPtr>& pending);
@@ -64,15 +71,21 @@ class Runtime {
   JobProcess job_;
   std::unique_ptr<pjrt::Client> client_;
   std::unique_ptr<ProgramCache> programs_;
+  std::unique_ptr<ConstantBuffers> constants_;
   std::vector<std::unique_ptr<DeferredGraph>> graphs_;
   std::mutex pending_mutex_;
   // Weak: a buffer nobody holds any more needs no waiting for.
   std::vector<std::weak_ptr<pjrt::Buffer>> pending_;
   struct Retired {
     std::vector<pjrt::BufferPtr> inputs;
-    std::unique_ptr<pjrt::Event> done;
+    std::unique_ptr<pjrt::Event> done;  // null in a batch of small executions
+    size_t bytes;
   };
   std::deque<Retired> retired_;
+  // A batch of small executions: at most this many, holding at most this many bytes.
+  static constexpr size_t kRetiredBatch = 16;
+  static constexpr size_t kRetiredBatchBytes = size_t(1) << 20;
+  size_t retired_bytes_ = 0;  // of retired_, each entry counted up to kRetiredBatchBytes + 1
 };
 
 }  // namespace tpu::runtime

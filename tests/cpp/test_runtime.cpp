@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
 #include "hlo/builder.h"
 #include "plugin_path.h"
+#include "runtime/constant_buffers.h"
 #include "runtime/device_buffer.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
@@ -90,6 +94,58 @@ TEST(ProgramCache, CompilesOncePerProgram) {
   EXPECT_EQ(first, second);
   EXPECT_EQ(metrics().snapshot().compiles - before, 1);
   EXPECT_EQ(cache.size(), 1u);
+}
+
+float read_float(const pjrt::BufferPtr& buffer) {
+  float value = 0;
+  buffer->to_host(&value, sizeof value);
+  return value;
+}
+
+std::vector<unsigned char> float_bytes(float value) {
+  std::vector<unsigned char> bytes(sizeof value);
+  std::memcpy(bytes.data(), &value, sizeof value);
+  return bytes;
+}
+
+TEST(ConstantBuffers, AValueIsUploadedOnceAndHoldsItsBytes) {
+  ConstantBuffers constants(shared_client());
+  pjrt::BufferPtr half = constants.get(float_bytes(0.5f), PJRT_Buffer_Type_F32, {}, 0);
+  pjrt::BufferPtr again = constants.get(float_bytes(0.5f), PJRT_Buffer_Type_F32, {}, 0);
+  pjrt::BufferPtr quarter = constants.get(float_bytes(0.25f), PJRT_Buffer_Type_F32, {}, 0);
+  EXPECT_EQ(half, again);
+  EXPECT_NE(half, quarter);
+  EXPECT_EQ(read_float(half), 0.5f);
+  EXPECT_EQ(read_float(quarter), 0.25f);
+  EXPECT_EQ(constants.size(), 2u);
+}
+
+TEST(ConstantBuffers, TypeAndShapeArePartOfTheKey) {
+  ConstantBuffers constants(shared_client());
+  std::vector<unsigned char> bytes = float_bytes(1.0f);  // also the int32 1065353216
+  pjrt::BufferPtr f32 = constants.get(bytes, PJRT_Buffer_Type_F32, {}, 0);
+  pjrt::BufferPtr s32 = constants.get(bytes, PJRT_Buffer_Type_S32, {}, 0);
+  pjrt::BufferPtr vector = constants.get(bytes, PJRT_Buffer_Type_F32, {1}, 0);
+  EXPECT_NE(f32, s32);
+  EXPECT_NE(f32, vector);
+  EXPECT_EQ(s32->element_type(), PJRT_Buffer_Type_S32);
+  EXPECT_EQ(vector->dims(), std::vector<int64_t>{1});
+}
+
+TEST(ConstantBuffers, LargeValuesAreUploadedEachTimeAndTheTableIsBounded) {
+  ConstantBuffers constants(shared_client());
+  std::vector<unsigned char> large(4 * sizeof(float), 0);
+  pjrt::BufferPtr first = constants.get(large, PJRT_Buffer_Type_F32, {4}, 0);
+  pjrt::BufferPtr second = constants.get(large, PJRT_Buffer_Type_F32, {4}, 0);
+  EXPECT_EQ(first, second);  // 16 bytes: still small
+  large.resize(5 * sizeof(float));
+  EXPECT_NE(constants.get(large, PJRT_Buffer_Type_F32, {5}, 0),
+            constants.get(large, PJRT_Buffer_Type_F32, {5}, 0));
+  for (int i = 0; i < 2000; ++i) {
+    constants.get(float_bytes(static_cast<float>(i)), PJRT_Buffer_Type_F32, {}, 0);
+  }
+  EXPECT_LE(constants.size(), 512u);
+  EXPECT_EQ(read_float(constants.get(float_bytes(1999.0f), PJRT_Buffer_Type_F32, {}, 0)), 1999.0f);
 }
 
 }  // namespace
