@@ -146,3 +146,78 @@ def test_in_place_abs_of_a_complex_tensor_is_refused():
             z.abs_()
     x = torch.tensor([-1.5, 2.0], device=TPU)
     assert x.abs_().tolist() == [1.5, 2.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool, torch.int8, torch.int64], ids=str)
+def test_sign_and_sgn_of_integers_and_bool(dtype):
+    """stablehlo.sign takes no unsigned integers: uint8's sign failed to compile."""
+    x = torch.tensor([0, 1, 7, 100, 127], dtype=torch.int64).to(dtype)
+    if dtype.is_signed:
+        x = torch.cat([x, -x])
+    for op in (torch.sign, torch.sgn):
+        same(op(x.to(TPU)), op(x))
+    same(x.to(TPU).sign_(), x.clone().sign_())
+
+
+def raised(fn):
+    """The first line of the RuntimeError fn raises (fails the test if none)."""
+    with pytest.raises(RuntimeError) as error:
+        fn()
+    return str(error.value).splitlines()[0]
+
+
+RANDOM_RANGES = [
+    (torch.uint8, -1, 10),  # from below the dtype's range
+    (torch.uint8, 0, 257),  # to - 1 above it
+    (torch.int8, -129, 0),
+    (torch.int32, 0, 1 << 40),
+    (torch.bool, 0, 3),
+    (torch.float16, 0, 1 << 17),  # cast to float16, from >= to
+    (torch.int64, 5, 5),  # an empty range
+    (torch.uint8, 300, None),  # from past the largest uint8
+]
+
+
+@pytest.mark.parametrize("dtype, low, high", RANDOM_RANGES, ids=str)
+def test_random_range_errors_are_the_cpus(dtype, low, high):
+    """random_(from, to) refuses a range outside the dtype with the CPU's own message."""
+    expected = raised(lambda: torch.empty(4, dtype=dtype).random_(low, high))
+    actual = raised(lambda: torch.empty(4, dtype=dtype, device=TPU).random_(low, high))
+    assert actual == expected
+
+
+def test_random_range_past_a_floats_integers_warns_as_the_cpu_does():
+    for device in ("cpu", TPU):
+        with pytest.warns(UserWarning, match=r"to - 1 is out of bounds \[-\(2\^24\), 2\^24\]"):
+            torch.empty(8, device=device).random_(0, 1 << 26)
+
+
+@pytest.mark.parametrize(
+    "dtype, low, high",
+    [
+        (torch.uint8, 250, None),  # [250, 255]
+        (torch.int8, -128, None),  # [-128, 127]
+        (torch.int16, -5, 3),
+        (torch.float16, 2040, 2050),  # near 2048 float16 integers are 2 apart
+        (torch.bfloat16, 0, None),  # [0, 2^8]
+        (torch.bool, 0, None),
+    ],
+    ids=str,
+)
+def test_random_values_stay_in_the_cpus_range(dtype, low, high):
+    cpu = torch.empty(4000, dtype=dtype).random_(low, high)
+    tpu = torch.empty(4000, dtype=dtype, device=TPU).random_(low, high).cpu()
+    assert tpu.dtype == dtype
+    lo, hi = cpu.double().min().item(), cpu.double().max().item()  # 4000 draws reach both ends
+    assert tpu.double().min().item() == lo and tpu.double().max().item() == hi
+    assert set(tpu.double().unique().tolist()) <= set(
+        torch.arange(lo, hi + 1, dtype=torch.float64).to(dtype).double().tolist()
+    )
+
+
+def test_random_over_all_64_bit_integers():
+    lowest = torch.iinfo(torch.int64).min
+    values = torch.empty(1000, dtype=torch.int64, device=TPU).random_(lowest, None).cpu()
+    assert (values < 0).any() and (values > 0).any()
+    assert values.abs().double().median() > 2.0**60  # spread over the whole range
+    assert torch.empty(0, device=TPU).random_(3, 7).numel() == 0

@@ -1,10 +1,13 @@
 // Random numbers drawn on the device from the device generator (seed, offset):
 // uniform_, normal_, random_, bernoulli_. Each call takes a fresh key at run time.
+#include <ATen/Dispatch_v2.h>
+#include <ATen/native/DistributionTemplates.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/result_type.h>
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "aten/dtype.h"
 #include "aten/generator.h"
@@ -93,37 +96,86 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std,
   return self;
 }
 
+namespace {
+// The integers random_ draws from: [from, from + range), with range 0 meaning all 2^64.
+struct RandomRange {
+  int64_t from;
+  uint64_t range;
+};
+
+// PyTorch's own rules (ATen/native/DistributionTemplates.h, whose checks and float
+// rounding helpers this calls), so errors and warnings are the CPU's, word for word.
+RandomRange random_range(const at::Tensor& self, int64_t from, std::optional<int64_t> to) {
+  namespace templates = at::native::templates;
+  c10::ScalarType type = self.scalar_type();
+  if (to.has_value()) {
+    int64_t end = *to;
+    TORCH_CHECK(from < end, "random_ expects 'from' to be less than 'to', but got from=", from,
+                " >= to=", end);
+    if (c10::isFloatingType(type)) {
+      AT_DISPATCH_FLOATING_TYPES_AND2(
+          c10::kHalf, c10::kBFloat16, type, "random_update_from_to", [&] {
+            from = templates::update_from<scalar_t>(from);
+            end = templates::update_to<scalar_t>(end);
+            TORCH_CHECK(
+                from < end,
+                "random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, "
+                "but got from=",
+                from, " >= to=", end);
+          });
+    }
+    templates::check_from_to_in_range(from, end - 1, self.dtype());
+    return {from, static_cast<uint64_t>(end) - static_cast<uint64_t>(from)};
+  }
+  if (from == std::numeric_limits<int64_t>::lowest()) return {from, 0};
+  int64_t to_inc = 0;
+  if (c10::isFloatingType(type)) {
+    AT_DISPATCH_FLOATING_TYPES_AND2(
+        c10::kHalf, c10::kBFloat16, type, "random_from_to_range_calc", [&] {
+          to_inc = int64_t{1} << std::numeric_limits<scalar_t>::digits;
+          from = templates::update_from<scalar_t>(from);
+          TORCH_CHECK(from < to_inc,
+                      "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                      "casted to dtype, but got from=",
+                      from, " > to_inc=", to_inc);
+        });
+  } else if (c10::isIntegralType(type, /*includeBool=*/true)) {
+    AT_DISPATCH_V2(
+        type, "random_from_to_range_calc", AT_WRAP([&] {
+          if constexpr (std::is_same_v<scalar_t, bool>) {
+            to_inc = 1;
+          } else {
+            to_inc = static_cast<int64_t>(std::min<uint64_t>(std::numeric_limits<scalar_t>::max(),
+                                                             std::numeric_limits<int64_t>::max()));
+          }
+        }),
+        AT_EXPAND(AT_INTEGRAL_TYPES_V2), c10::kBool);
+  } else {
+    TORCH_CHECK(false, "random_ handles only integral, floating-point and boolean types, not ",
+                type);
+  }
+  templates::check_from_to_in_range(from, to_inc, self.dtype());
+  return {from, static_cast<uint64_t>(to_inc) - static_cast<uint64_t>(from) + 1};
+}
+}  // namespace
+
 at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                          std::optional<at::Generator> generator) {
-  c10::ScalarType type = self.scalar_type();
-  int64_t end;
-  if (to.has_value()) {
-    end = *to;
-  } else if (c10::isFloatingType(type)) {
-    // Integers exactly representable in the dtype, as PyTorch's random_ does.
-    int digits = type == c10::kDouble ? 53 : type == c10::kFloat ? 24 : type == c10::kHalf ? 11 : 8;
-    end = (int64_t{1} << digits) + 1;
-  } else if (type == c10::kBool) {
-    end = 2;
-  } else {
-    end = c10::isSignedType(type) || type == c10::kByte
-              ? static_cast<int64_t>(std::min<uint64_t>(
-                    std::numeric_limits<int64_t>::max(),
-                    type == c10::kByte ? 255
-                                       : (uint64_t{1} << (c10::elementSize(type) * 8 - 1)) - 1)) +
-                    1
-              : std::numeric_limits<int64_t>::max();
-  }
-  TORCH_CHECK(from < end, "random_ expects 'from' to be less than 'to', but got from=", from,
-              " >= to=", end);
+  RandomRange r = random_range(self, from, to);
+  if (self.numel() == 0) return self;
   Program p("aten::random_");
   Builder& b = p.b();
   std::vector<int64_t> dims = self.sizes().vec();
   Value bits = b.rng_bit_generator(p.key(next_random_key(generator, self.device().index())),
                                    TensorType{ElementType::U64, dims})[1];
-  Value range = b.broadcast_to(p.scalar(static_cast<uint64_t>(end - from), c10::kUInt64), dims);
-  Value offset = b.convert(b.binary("remainder", bits, range), ElementType::S64);
-  p.write(self, b.binary("add", offset, b.broadcast_to(p.scalar(from, c10::kLong), dims)));
+  Value offset = r.range == 0 ? bits
+                              : b.binary("remainder", bits,
+                                         b.broadcast_to(p.scalar(r.range, c10::kUInt64), dims));
+  // Wrapping 64-bit addition, as the CPU's `from + (bits % range)` in uint64.
+  Value lowest = b.bitcast_convert(b.broadcast_to(p.scalar(r.from, c10::kLong), dims),
+                                   TensorType{ElementType::U64, dims});
+  Value sum = b.binary("add", offset, lowest);
+  p.write(self, b.bitcast_convert(sum, TensorType{ElementType::S64, dims}));
   p.run();
   return self;
 }

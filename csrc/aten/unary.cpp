@@ -59,6 +59,9 @@ Value trunc(Builder& b, const Value& x) {
 }
 Value sign(Builder& b, const Value& x) {
   if (x.element() == hlo::ElementType::Pred) return x;
+  if (hlo::is_unsigned_int(x.element())) {  // stablehlo.sign takes no unsigned integers
+    return b.convert(b.compare(hlo::Compare::NE, x, splat(b, 0, x)), x.element());
+  }
   return b.unary("sign", x);
 }
 // sign for real numbers; x / |x| (0 at 0) for complex ones.
