@@ -18,6 +18,10 @@ def counts():
     return snap["executions"], sum(snap["native_ops"].values())
 
 
+def native_ops() -> dict[str, int]:
+    return dict(torch_tpu.metrics.snapshot()["native_ops"])
+
+
 def replayed(fn, *args):
     """Calls fn and says whether the call was a replay (no op lowered, one program)."""
     torch_tpu.sync()
@@ -200,20 +204,88 @@ def test_new_signature_records_a_new_plan_and_logs_it(capfd):
     assert "replay plan 2 for compiled graph" in err and "storage offset 0 -> 6" in err, err
 
 
-def test_graph_with_a_cpu_tensor_argument_is_not_replayed_but_correct(capfd):
-    # The CPU scalar's value is read on the host each call, so no plan is kept.
+def test_a_cpu_scalar_argument_is_copied_in_and_the_graph_replays():
+    # The CPU scalar's value changes every call: it is copied to the device each call
+    # (one transfer) and read by the replayed program as an argument.
     compiled = torch.compile(lambda a, s: a * s + 1, backend="tpu")
-    previous = _C._get_log_recompiles()
-    _C._set_log_recompiles(True)
-    try:
-        for step in range(3):
-            x = torch.full((3,), float(step), device="tpu")
-            out, was_replay = replayed(compiled, x, torch.tensor(float(step)))
-            assert not was_replay
-            torch.testing.assert_close(out.cpu(), torch.full((3,), float(step * step + 1)))
-    finally:
-        _C._set_log_recompiles(previous)
-    assert "is not replayed: argument 1 is a cpu tensor" in capfd.readouterr().err
+    for step in range(4):
+        x = torch.full((3,), float(step), device="tpu")
+        out, was_replay = replayed(compiled, x, torch.tensor(float(step)))
+        assert was_replay == (step > 0)
+        torch.testing.assert_close(out.cpu(), torch.full((3,), float(step * step + 1)))
+
+
+def optimizer_step_setup(optimizer_class, **options):
+    torch.manual_seed(0)
+    model_cpu = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3))
+    model = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3))
+    model.load_state_dict(model_cpu.state_dict())
+    model = model.to("tpu")
+    opt_cpu = optimizer_class(model_cpu.parameters(), lr=0.01, **options)
+    opt = optimizer_class(model.parameters(), lr=0.01, **options)
+
+    def step(m, optimizer, x, y):
+        loss = F.cross_entropy(m(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return model_cpu, model, opt_cpu, opt, step
+
+
+@pytest.mark.parametrize(
+    "optimizer_class, options",
+    [(torch.optim.AdamW, {}), (torch.optim.Adam, {"foreach": False}), (torch.optim.SGD, {})],
+    ids=["AdamW", "Adam-single-tensor", "SGD"],
+)
+def test_an_optimizer_with_cpu_step_counts_replays_its_device_part(optimizer_class, options):
+    """torch.optim keeps step counts on the CPU unless capturable=True: the optimizer
+    graph's CPU math runs on the host each call, its device part replays, and parameters,
+    moments and step counts equal the CPU's."""
+    model_cpu, model, opt_cpu, opt, step = optimizer_step_setup(optimizer_class, **options)
+    compiled = torch.compile(step, backend="tpu")
+    lowered = []
+    for _ in range(5):
+        x, y = torch.randn(10, 6), torch.randint(0, 3, (10,))
+        loss_cpu = step(model_cpu, opt_cpu, x, y)
+        torch_tpu.sync()
+        before = native_ops()
+        loss = compiled(model, opt, x.to("tpu"), y.to("tpu"))
+        torch_tpu.sync()
+        after = native_ops()
+        lowered.append(
+            {op: n - before.get(op, 0) for op, n in after.items() if n != before.get(op)}
+        )
+        torch.testing.assert_close(loss.cpu(), loss_cpu, rtol=1e-5, atol=1e-5)
+    for p, p_cpu in zip(model.parameters(), model_cpu.parameters()):
+        torch.testing.assert_close(p.cpu(), p_cpu, rtol=1e-5, atol=1e-5)
+        state, state_cpu = opt.state[p], opt_cpu.state[p_cpu]
+        for key, value in state_cpu.items():
+            assert state[key].device == (value.device if key == "step" else torch.device("tpu:0"))
+            torch.testing.assert_close(state[key].cpu(), value, rtol=1e-5, atol=1e-6)
+    # Once every graph (forward, backward, optimizer) replays, the only op lowered is
+    # the eager fill of loss.backward()'s seed.
+    assert sum(lowered[0].values()) > 10
+    assert lowered[-2:] == [{"aten::fill_.Scalar": 1}] * 2, lowered
+
+
+def test_a_graph_writing_a_cpu_tensor_from_device_values_is_not_split():
+    # total (CPU) += x.sum() (tpu): a device value written into a CPU tensor stays in the
+    # one graph, which runs (and is lowered) every call; the values are still right.
+    def f(x, total):
+        total.add_(x.sum().cpu())
+        return x * 2
+
+    compiled = torch.compile(f, backend="tpu")
+    total, expected = torch.zeros(()), 0.0
+    for step in range(3):
+        x = torch.full((4,), float(step + 1), device="tpu")
+        out, was_replay = replayed(compiled, x, total)
+        expected += 4.0 * (step + 1)
+        assert not was_replay
+        torch.testing.assert_close(out.cpu(), torch.full((4,), 2.0 * (step + 1)))
+        assert total.item() == expected
 
 
 def test_replay_can_be_turned_off(monkeypatch):

@@ -155,11 +155,20 @@ def _graph_runner(
     replay = _C._GraphReplay(label) if _replay_enabled() else None
     logged: set[str] = set()  # reasons not to replay, said once (TORCH_TPU_LOG_RECOMPILES=1)
 
+    splits: dict[tuple[bool, ...], Callable[[list[Any]], Any] | None] = {}
+
     def run_graph(args: list[Any]) -> Any:
         if replay is not None:
             out = replay.run(args)
             if out is not None:
                 return out
+            on_cpu = tuple(isinstance(a, torch.Tensor) and a.device.type == "cpu" for a in args)
+            if any(on_cpu):
+                if on_cpu not in splits:
+                    splits[on_cpu] = _split_runner(gm, args, label)
+                split_run = splits[on_cpu]
+                if split_run is not None:
+                    return split_run(args)
         return _run_fused(gm, args, replay, logged)
 
     def run(args: list[Any]) -> Any:
@@ -172,6 +181,29 @@ def _graph_runner(
         return run_graph(args)
 
     return run
+
+
+def _split_runner(
+    gm: torch.fx.GraphModule, args: list[Any], label: str
+) -> Callable[[list[Any]], Any] | None:
+    """For a graph with CPU tensor arguments (an optimizer's step counts): a runner that
+    computes its host part with PyTorch on the CPU and replays its device graph (see
+    ``torch_tpu._host_split``), or None where it cannot be cut."""
+    from torch_tpu import _host_split
+
+    split = _host_split.split(gm, args)
+    if split is None:
+        return None
+    replay = _C._GraphReplay(f"{label} (device part)")
+    logged: set[str] = set()
+
+    def run_device(device_args: list[Any]) -> Any:
+        out = replay.run(device_args)
+        if out is not None:
+            return out
+        return _run_fused(split.device_graph, device_args, replay, logged)
+
+    return lambda args: split.run(args, run_device)
 
 
 def _compile_graph(

@@ -151,12 +151,19 @@ std::optional<std::vector<at::Tensor>> GraphReplay::replay(const Plan& plan,
   auto restore = [&] {
     for (auto& [storage, buffer] : released) storage->set_buffer(buffer, storage->element_type());
   };
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    // `released` holds one more reference to an overwritten argument's buffer.
-    if (recording.donated_to[i] >= 0 && parameters[i].use_count() > 2) {
-      restore();
-      return std::nullopt;
+  auto held_elsewhere = [&] {
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      // `released` holds one more reference to an overwritten argument's buffer.
+      if (recording.donated_to[i] >= 0 && parameters[i].use_count() > 2) return true;
     }
+    return false;
+  };
+  // A finished execution that read the buffer may still hold it (small ones are let go
+  // in batches): let those go before giving up the donation.
+  if (held_elsewhere() &&
+      (!runtime::Runtime::get().release_finished_executions() || held_elsewhere())) {
+    restore();
+    return std::nullopt;
   }
   for (auto& entry : released) entry.second.reset();
 

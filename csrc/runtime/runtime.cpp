@@ -99,21 +99,36 @@ void Runtime::retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr&
   std::vector<Retired> released;  // destroyed outside the lock (a vector: no allocation if empty)
   std::lock_guard<std::mutex> lock(pending_mutex_);
   retired_bytes_ += std::min(bytes, kRetiredBatchBytes + 1);
-  retired_.push_back(Retired{std::move(inputs), nullptr, bytes});
+  retired_.push_back(Retired{std::move(inputs), nullptr, output, bytes});
   // Small executions are checked a batch at a time: asking the plugin for an event costs
   // a small op about a tenth of its host time, and a batch holds little memory.
-  if (retired_.size() < kRetiredBatch && retired_bytes_ <= kRetiredBatchBytes) return;
-  std::unique_ptr<pjrt::Event> done = output->ready_event();
-  if (done->is_ready()) {
-    // Executions finish in order per device, so every earlier one has too (where that
-    // does not hold, dropping an input a run still reads blocks until it finishes).
-    released.assign(std::make_move_iterator(retired_.begin()),
-                    std::make_move_iterator(retired_.end()));
-    retired_.clear();
-    retired_bytes_ = 0;
-    return;
+  release_finished(retired_.size() >= kRetiredBatch || retired_bytes_ > kRetiredBatchBytes,
+                   &released);
+}
+
+bool Runtime::release_finished_executions() {
+  std::vector<Retired> released;
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  release_finished(true, &released);
+  return !released.empty();
+}
+
+void Runtime::release_finished(bool check_newest, std::vector<Retired>* released) {
+  if (check_newest && !retired_.empty()) {
+    Retired& newest = retired_.back();
+    if (!newest.done) {
+      if (pjrt::BufferPtr output = newest.output.lock()) newest.done = output->ready_event();
+    }
+    if (newest.done && newest.done->is_ready()) {
+      // Executions finish in order per device, so every earlier one has too (where that
+      // does not hold, dropping an input a run still reads blocks until it finishes).
+      released->assign(std::make_move_iterator(retired_.begin()),
+                       std::make_move_iterator(retired_.end()));
+      retired_.clear();
+      retired_bytes_ = 0;
+      return;
+    }
   }
-  retired_.back().done = std::move(done);
   // Release from the front while done, and bound the backlog in loops that never
   // synchronize. An entry of a batch has no event of its own: a later entry's event
   // releases it, or the bound does.
@@ -123,7 +138,7 @@ void Runtime::retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr&
       wait_quietly(*retired_.front().done);
     }
     retired_bytes_ -= std::min(retired_.front().bytes, kRetiredBatchBytes + 1);
-    released.push_back(std::move(retired_.front()));
+    released->push_back(std::move(retired_.front()));
     retired_.pop_front();
   }
 }

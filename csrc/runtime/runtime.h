@@ -46,6 +46,11 @@ class Runtime {
   void retire(std::vector<pjrt::BufferPtr> inputs, const pjrt::BufferPtr& output,
               size_t bytes = SIZE_MAX);
 
+  // Lets go of the inputs of executions that have finished (a batch of small ones is
+  // otherwise checked only when it is full); true if any were let go. For a caller that
+  // needs a buffer no finished execution holds (donation).
+  bool release_finished_executions();
+
   // Remembers buffers still being computed, so synchronize() can wait for them.
   void track(const std::vector<pjrt::BufferPtr>& pending);
   // Runs every pending deferred graph, then blocks until every tracked
@@ -78,9 +83,13 @@ class Runtime {
   std::vector<std::weak_ptr<pjrt::Buffer>> pending_;
   struct Retired {
     std::vector<pjrt::BufferPtr> inputs;
-    std::unique_ptr<pjrt::Event> done;  // null in a batch of small executions
+    std::unique_ptr<pjrt::Event> done;   // null in a batch of small executions
+    std::weak_ptr<pjrt::Buffer> output;  // where `done` comes from when it is needed
     size_t bytes;
   };
+  // Moves the entries of finished executions to `released` (checking the newest one's
+  // event first where `check_newest`). Called with pending_mutex_ held.
+  void release_finished(bool check_newest, std::vector<Retired>* released);
   std::deque<Retired> retired_;
   // A batch of small executions: at most this many, holding at most this many bytes.
   static constexpr size_t kRetiredBatch = 16;

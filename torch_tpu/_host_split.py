@@ -1,0 +1,186 @@
+"""A compiled graph's host part: the ops on CPU tensors, run by PyTorch on the host.
+
+``torch.optim`` optimizers keep their step counts on the CPU unless ``capturable=True``, so
+an optimizer's compiled graph mixes CPU scalar math (``step + 1``, ``1 - beta1 ** step``,
+``lr / bias_correction``) with device math that reads its results. Run as one graph, the
+CPU arguments stop it from being replayed (a replayed program cannot recompute host
+values), and the whole graph is lowered again on every call.
+
+``split`` cuts such a graph in two:
+
+- the *host part*: every op whose inputs are all CPU tensors (or none) and whose result is
+  a CPU tensor, run in graph order with PyTorch's CPU kernels;
+- the *device graph*: the rest, with one new input per host value it reads. Those values
+  are copied to the device before it runs, so it has tpu arguments only and replays.
+
+Copies into CPU inputs (the functionalized ``step += 1``) run after the device graph, where
+the original graph had them: the device graph reads the values from before them. A graph
+that writes a CPU tensor from device values, or whose nodes carry no fake-tensor metadata
+(one loaded from AOTAutograd's cache), is not split.
+
+>>> split(gm, args)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch.fx import Graph, GraphModule, Node
+from torch.fx.node import map_arg
+
+_COPY = torch.ops.aten.copy_.default
+
+
+def _tensors(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return [value] if isinstance(value, torch.Tensor) else []
+
+
+def _on_cpu(value: Any) -> bool:
+    tensors = _tensors(value)
+    return bool(tensors) and all(t.device.type == "cpu" for t in tensors)
+
+
+def _on_tpu(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "tpu"
+
+
+def _upload(values: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    """`values` copied to `device`: the scalars of each dtype in one transfer (an
+    optimizer has two per parameter), as views of one tensor."""
+    copies: list[torch.Tensor | None] = [None] * len(values)
+    scalars: dict[torch.dtype, list[int]] = {}
+    for i, value in enumerate(values):
+        if value.dim() == 0:
+            scalars.setdefault(value.dtype, []).append(i)
+        else:
+            copies[i] = value.to(device)
+    for indices in scalars.values():
+        stacked = torch.stack([values[i] for i in indices]).to(device)
+        for i, view in zip(indices, stacked.unbind(0)):
+            copies[i] = view
+    return copies  # type: ignore[return-value]
+
+
+def _mutates(node: Node) -> bool:
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and schema.is_mutable
+
+
+class HostSplit:
+    """A graph cut into its host part and its device graph (see the module docstring)."""
+
+    def __init__(
+        self,
+        placeholders: list[Node],
+        host_ops: list[Node],
+        copies: list[Node],
+        uploads: list[Node],
+        device_graph: GraphModule,
+        outputs: list[Any],
+    ) -> None:
+        self._placeholders = placeholders
+        self._host_ops = host_ops
+        self._copies = copies
+        self._uploads = uploads
+        self.device_graph = device_graph
+        # Per output of the original graph: ("device", i), ("host", node) or ("constant", v).
+        self._outputs = outputs
+
+    def run(self, args: Sequence[Any], run_device: Callable[[list[Any]], Any]) -> list[Any]:
+        """The original graph's outputs for `args`: the host part here, the device graph
+        through `run_device` (called with the arguments and the copied host values)."""
+        env: dict[Node, Any] = dict(zip(self._placeholders, args))
+
+        def evaluate(node: Node) -> Any:
+            call_args, call_kwargs = map_arg((node.args, node.kwargs), env.__getitem__)
+            return node.target(*call_args, **call_kwargs)
+
+        for node in self._host_ops:
+            env[node] = evaluate(node)
+        device = next(a.device for a in args if _on_tpu(a))
+        uploaded = _upload([env[node] for node in self._uploads], device)
+        # The device graph reads no CPU argument itself (None keeps it out of the replay's
+        # signature); it reads the copies of the host values it needs.
+        device_args = [None if _on_cpu(a) else a for a in args]
+        device_outputs = run_device([*device_args, *uploaded])
+        for node in self._copies:
+            env[node] = evaluate(node)
+        outputs = []
+        for kind, where in self._outputs:
+            if kind == "device":
+                outputs.append(device_outputs[where])
+            elif kind == "host":
+                outputs.append(env[where])
+            else:
+                outputs.append(where)
+        return outputs
+
+
+def split(gm: GraphModule, args: Sequence[Any]) -> HostSplit | None:
+    """`gm` cut into a host part and a device graph for arguments like `args`, or None
+    where there is nothing to cut (no CPU tensor argument) or it cannot be cut safely."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(args):
+        return None
+    host: set[Node] = {n for n, a in zip(placeholders, args) if _on_cpu(a)}
+    if not host or not any(_on_tpu(a) for a in args):
+        return None
+    host_ops: list[Node] = []
+    copies: list[Node] = []
+    for node in graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        if node.op != "call_function" or "val" not in node.meta:
+            if node.op == "call_function":
+                return None  # no fake-tensor metadata: whether it runs on the CPU is unknown
+            continue
+        val = node.meta["val"]
+        if all(i in host for i in node.all_input_nodes) and _on_cpu(val):
+            if node.target is _COPY and node.args[0] in placeholders:
+                copies.append(node)
+            elif _mutates(node):
+                return None
+            else:
+                host_ops.append(node)
+            host.add(node)
+        elif any(t.device.type == "cpu" for t in _tensors(val)):
+            return None  # device values written to, or read into, a CPU tensor
+    if any(u not in host and u.op != "output" for c in copies for u in c.users):
+        return None  # a copy's result read on the device: keep the original order
+
+    device = Graph()
+    env: dict[Node, Node] = {}
+    for node in placeholders:
+        env[node] = device.placeholder(node.name)
+        env[node].meta = dict(node.meta)
+    uploads = [
+        n
+        for n in graph.nodes
+        if n in host
+        and n not in copies
+        and any(u not in host and u.op != "output" for u in n.users)
+    ]
+    for node in uploads:
+        env[node] = device.placeholder(f"host_{node.name}")
+    for node in graph.nodes:
+        if node.op in ("placeholder", "output") or node in host:
+            continue
+        env[node] = device.node_copy(node, env.__getitem__)
+    (returned,) = [n for n in graph.nodes if n.op == "output"][0].args
+    outputs: list[Any] = []
+    device_results: list[Node] = []
+    for value in returned:
+        if isinstance(value, Node) and value not in host:
+            outputs.append(("device", len(device_results)))
+            device_results.append(env[value])
+        elif isinstance(value, Node):
+            outputs.append(("host", value))
+        else:
+            outputs.append(("constant", value))
+    device.output(tuple(device_results))
+    return HostSplit(placeholders, host_ops, copies, uploads, GraphModule(gm, device), outputs)
