@@ -130,10 +130,20 @@ void Runtime::release_finished(bool check_newest, std::vector<Retired>* released
     }
   }
   // Release from the front while done, and bound the backlog in loops that never
-  // synchronize. An entry of a batch has no event of its own: a later entry's event
-  // releases it, or the bound does.
-  while (!retired_.empty() &&
-         (retired_.size() > 1024 || (retired_.front().done && retired_.front().done->is_ready()))) {
+  // synchronize. An entry of a batch has no event of its own until a check needs one: a
+  // later entry's event releases it, or (when this call checks) its own.
+  auto front_done = [&] {
+    Retired& front = retired_.front();
+    if (!front.done && check_newest) {
+      pjrt::BufferPtr output = front.output.lock();
+      // Its output is gone, so no event says when it ran: let go anyway (dropping an
+      // input a run still reads only waits for that run).
+      if (output == nullptr) return true;
+      front.done = output->ready_event();
+    }
+    return front.done && front.done->is_ready();
+  };
+  while (!retired_.empty() && (retired_.size() > 1024 || front_done())) {
     if (retired_.front().done && !retired_.front().done->is_ready()) {
       wait_quietly(*retired_.front().done);
     }
