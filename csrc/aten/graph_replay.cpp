@@ -158,12 +158,18 @@ std::optional<std::vector<at::Tensor>> GraphReplay::replay(const Plan& plan,
     }
     return false;
   };
-  // A finished execution that read the buffer may still hold it (small ones are let go
-  // in batches): let those go before giving up the donation.
-  if (held_elsewhere() &&
-      (!runtime::Runtime::get().release_finished_executions() || held_elsewhere())) {
-    restore();
-    return std::nullopt;
+  // An execution that read the buffer may still hold it: one that has finished (small
+  // ones are let go in batches), or one still running, such as the backward whose
+  // gradients this graph reads. Waiting for it costs less than lowering the graph again.
+  if (held_elsewhere()) {
+    runtime::Runtime& rt = runtime::Runtime::get();
+    if (!rt.release_finished_executions() || held_elsewhere()) {
+      rt.release_executions_when_finished();
+    }
+    if (held_elsewhere()) {
+      restore();
+      return std::nullopt;
+    }
   }
   for (auto& entry : released) entry.second.reset();
 

@@ -113,6 +113,21 @@ bool Runtime::release_finished_executions() {
   return !released.empty();
 }
 
+void Runtime::release_executions_when_finished() {
+  std::deque<Retired> retired;
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    retired.swap(retired_);
+    retired_bytes_ = 0;
+  }
+  for (Retired& r : retired) {
+    if (!r.done) {
+      if (pjrt::BufferPtr output = r.output.lock()) r.done = output->ready_event();
+    }
+    if (r.done) wait_quietly(*r.done);
+  }
+}
+
 void Runtime::release_finished(bool check_newest, std::vector<Retired>* released) {
   if (check_newest && !retired_.empty()) {
     Retired& newest = retired_.back();

@@ -50,6 +50,8 @@ class Runtime {
   // otherwise checked only when it is full); true if any were let go. For a caller that
   // needs a buffer no finished execution holds (donation).
   bool release_finished_executions();
+  // Waits for every execution whose inputs are still held, and lets go of them.
+  void release_executions_when_finished();
 
   // Remembers buffers still being computed, so synchronize() can wait for them.
   void track(const std::vector<pjrt::BufferPtr>& pending);
