@@ -221,3 +221,19 @@ def test_random_over_all_64_bit_integers():
     assert (values < 0).any() and (values > 0).any()
     assert values.abs().double().median() > 2.0**60  # spread over the whole range
     assert torch.empty(0, device=TPU).random_(3, 7).numel() == 0
+
+
+OUT_OF_RANGE = [1e10, -1e10, 3e9, -3e9, 300.5, -300.5, 70000.7, -1.5, 2.7, -2.7, 0.0]
+OUT_OF_RANGE += [float("inf"), float("-inf"), NAN, 2147483520.0, -2147483648.0]
+
+
+@pytest.mark.parametrize("source", FLOATS, ids=str)
+@pytest.mark.parametrize(
+    "target", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool], ids=str
+)
+def test_float_to_integer_casts_out_of_range_as_the_cpu(source, target):
+    """C++ casts on x86: the type's minimum for NaN and values out of 32/64-bit range,
+    high bits dropped for 8 and 16 bits (300.5 -> int8 44); XLA's convert saturates."""
+    x = torch.tensor(OUT_OF_RANGE, dtype=torch.float64).to(source)
+    same(x.to(TPU).to(target), x.to(target))
+    same(torch.empty(len(OUT_OF_RANGE), dtype=target, device=TPU).copy_(x.to(TPU)), x.to(target))

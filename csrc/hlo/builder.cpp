@@ -251,7 +251,27 @@ Value Builder::convert(const Value& x, ElementType to) {
     Value zero = broadcast_to(constant(0, part), x.dims());
     return emit("complex", {real, zero}, TensorType{to, x.dims()});
   }
+  if (is_float(x.element()) &&
+      (to == ElementType::S8 || to == ElementType::S16 || to == ElementType::S32 ||
+       to == ElementType::S64 || to == ElementType::U8)) {
+    return float_to_int_as_cpu(x, to);
+  }
   return emit("convert", {x}, TensorType{to, x.dims()});
+}
+
+Value Builder::float_to_int_as_cpu(const Value& x, ElementType to) {
+  Value wide = x.element() == ElementType::F64 ? x : convert(x, ElementType::F32);  // exact
+  const ElementType via = to == ElementType::S64 ? ElementType::S64 : ElementType::S32;
+  const double limit = via == ElementType::S64 ? 9223372036854775808.0 : 2147483648.0;
+  auto splat = [&](double value, ElementType type) {
+    return broadcast_to(constant(value, type), x.dims());
+  };
+  Value in_range =  // false for NaN
+      binary("and", compare(Compare::GE, wide, splat(-limit, wide.element())),
+             compare(Compare::LT, wide, splat(limit, wide.element())));
+  Value truncated =
+      select(in_range, emit("convert", {wide}, TensorType{via, x.dims()}), splat(-limit, via));
+  return to == via ? truncated : emit("convert", {truncated}, TensorType{to, x.dims()});
 }
 
 Value Builder::complex_parts(const Value& x, bool imaginary) {

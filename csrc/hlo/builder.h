@@ -55,6 +55,8 @@ class Builder {
   Value binary(const char* op, const Value& a, const Value& b);
   Value compare(Compare direction, const Value& a, const Value& b);
   Value select(const Value& pred, const Value& on_true, const Value& on_false);
+  // Float to s8/s16/s32/s64/u8 converts as PyTorch's CPU kernels do on x86 (see
+  // float_to_int_as_cpu); every other conversion is stablehlo.convert's.
   Value convert(const Value& x, ElementType to);
   Value bitcast_convert(const Value& x, const TensorType& to);
   // The real (or imaginary) part of a complex value, and the inverse.
@@ -147,6 +149,11 @@ class Builder {
   std::string region(const std::vector<TensorType>& argument_types, const RegionBody& body);
 
  private:
+  // C++'s float-to-integer cast as compiled for x86, which PyTorch's CPU results follow: a
+  // truncating conversion to 32 or 64 bits that gives the type's minimum for NaN and values
+  // out of range, narrowed to 8 or 16 bits by dropping the high bits (so 300.5 to int8 is
+  // 44). stablehlo.convert saturates instead (300.5 to int8 is 127).
+  Value float_to_int_as_cpu(const Value& x, ElementType to);
   Value emit(const std::string& op, const std::vector<Value>& operands, const TensorType& result,
              const std::string& attributes = "", const std::string& region = "") {
     return this->op(op, operands, result, attributes, region);
