@@ -1,4 +1,4 @@
-"""Strict mode's prepared ops: a call equal to an earlier one (same op, dtypes, shapes,
+"""Prepared ops (strict mode runs them, defer_and_fuse records them): a call equal to an earlier one (same op, dtypes, shapes,
 strides, zero/non-zero offsets, storages and aliasing) runs the earlier call's program
 without lowering it again. Every case runs several times with new values (scalars, view
 offsets, wrapped CPU scalars) and is compared with the CPU each time, and the
@@ -145,14 +145,81 @@ def test_errors_are_still_raised():
         torch.ones(3, dtype=torch.bool, device="tpu").relu()
 
 
-@pytest.mark.parametrize("mode", ["debug", "defer_and_fuse"])
-def test_only_strict_mode_takes_the_fast_path(mode):
+def test_debug_mode_lowers_every_call():
     x = torch.randn(16)
-    with torch_tpu.eager_mode(mode):
-        before = prepared_runs()
+    with torch_tpu.eager_mode("debug"):
+        before = torch_tpu.metrics.snapshot()
         for c in range(3):
             torch.testing.assert_close((x.to("tpu") * (c + 1)).cpu(), x * (c + 1))
-        assert prepared_runs() == before
+        after = torch_tpu.metrics.snapshot()
+    assert after["prepared_runs"] == before["prepared_runs"]
+    assert after["prepared_records"] == before["prepared_records"]
+
+
+def prepared_records() -> int:
+    return torch_tpu.metrics.snapshot()["prepared_records"]
+
+
+def adamw_like_step(p, g, m, v, step):
+    """The per-parameter ops of torch.optim.AdamW (foreach=False), on views of one buffer."""
+    p.mul_(1 - 0.01 * 0.1)
+    m.lerp_(g, 0.1)
+    v.mul_(0.999).addcmul_(g, g, value=0.001)
+    denom = (v.sqrt() / (1 - 0.999**step) ** 0.5).add_(1e-8)
+    p.addcdiv_(m, denom, value=-0.01 / (1 - 0.9**step))
+    return p.clamp(-0.5, 0.5).where(g > 0, p * 2)
+
+
+def test_defer_and_fuse_records_repeated_calls_without_lowering():
+    """defer_and_fuse keeps each prepared op's function text: an equal later call is
+    recorded into the pending graph without lowering. Scalars, view offsets and the
+    inputs change from step to step; every step matches the CPU, and the steps after the
+    first record their ops prepared (the first lowers them)."""
+    torch.manual_seed(0)
+    state = torch.randn(4, 3, 8)  # rows: p, m, v (views of one buffer per parameter)
+    state[:, 2].abs_()
+    grads = torch.randn(6, 4, 8)
+    expected, actual = state.clone(), state.to("tpu")
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        counts = []
+        for step in range(1, 7):
+            before = prepared_records()
+            outs = []
+            for i in range(4):
+                (pe, me, ve), (pa, ma, va) = expected[i], actual[i]
+                g = grads[step - 1, i]
+                ce = adamw_like_step(pe, g, me, ve, step)
+                ca = adamw_like_step(pa, g.to("tpu"), ma, va, step)
+                outs.append((ca, ce))
+            torch_tpu.sync()
+            counts.append(prepared_records() - before)
+            for ca, ce in outs:
+                torch.testing.assert_close(ca.cpu(), ce)
+            torch.testing.assert_close(actual.cpu(), expected)
+    # Step 1 lowers parameter 0's ops and records parameters 1-3 prepared (row i is at
+    # another offset, a run-time operand); later steps record every op prepared.
+    assert counts[0] > 0
+    assert counts[1] > counts[0]
+    assert counts[2:] == [counts[1]] * 4
+
+
+def test_defer_and_fuse_prepared_ops_keep_aliasing_and_dtypes_apart():
+    a, b = torch.randn(5), torch.randn(5)
+    ta, tb = a.to("tpu"), b.to("tpu")
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        results = [ta + ta, ta + tb, tb + tb, ta.addcmul(ta, tb), ta.addcmul(tb, tb)]
+        ti = torch.arange(5, device="tpu")
+        results += [ti * 2.5, ti + ti, (ti + 1) * 2]
+        for r in results[:3]:  # the same calls again, now prepared
+            r.add_(ta)
+    expected = [a + a, a + b, b + b, a.addcmul(a, b), a.addcmul(b, b)]
+    ei = torch.arange(5)
+    expected += [ei * 2.5, ei + ei, (ei + 1) * 2]
+    for e in expected[:3]:
+        e.add_(a)
+    for r, e in zip(results, expected):
+        assert r.dtype == e.dtype
+        torch.testing.assert_close(r.cpu(), e)
 
 
 def test_switched_off_every_call_lowers():

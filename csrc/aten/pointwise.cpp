@@ -56,6 +56,8 @@ std::vector<int64_t> broadcast_shape(const std::vector<Arg>& args) {
   return shape;
 }
 
+constexpr size_t kMaxPointwiseArgs = 4;
+
 // Reads every operand as `compute` (operand `bool_operand` as bool), runs math, writes out.
 void lower(const char* name, const std::vector<Arg>& args, c10::ScalarType compute,
            const Math& math, const at::Tensor& out, int bool_operand = -1) {
@@ -65,7 +67,18 @@ void lower(const char* name, const std::vector<Arg>& args, c10::ScalarType compu
     }
   }
   std::vector<int64_t> shape = out.sizes().vec();
-  Program p(name);
+  // Every Math here is fixed by the op's name, the operands present and their dtypes.
+  static_assert(kMaxPointwiseArgs == 4, "PreparedCall below lists four operands");
+  TORCH_INTERNAL_ASSERT(args.size() <= kMaxPointwiseArgs);
+  auto tensor_at = [&](size_t i) { return i < args.size() ? args[i].tensor : nullptr; };
+  auto scalar_at = [&](size_t i) -> const c10::Scalar* {
+    return i < args.size() && args[i].scalar.has_value() ? &*args[i].scalar : nullptr;
+  };
+  PreparedCall call(name, {tensor_at(0), tensor_at(1), tensor_at(2), tensor_at(3), &out},
+                    {scalar_at(0), scalar_at(1), scalar_at(2), scalar_at(3)},
+                    {static_cast<int64_t>(compute), bool_operand});
+  if (call.run()) return;
+  Program p(name, &call);
   auto& b = p.b();
   std::vector<Value> values;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -13,19 +13,28 @@
 #include "aten/eager_mode.h"
 #include "aten/program.h"
 #include "aten/storage.h"
+#include "runtime/deferred_graph.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
 
 namespace tpu::aten {
-namespace {
 
-struct Entry {
-  // Weak: the program cache decides how many programs stay loaded (XLA:CPU maps memory
-  // regions per program, TORCH_TPU_MAX_PROGRAMS); an evicted one is lowered again.
+struct PreparedEntry {
+  // Strict mode. Weak: the program cache decides how many programs stay loaded (XLA:CPU
+  // maps memory regions per program, TORCH_TPU_MAX_PROGRAMS); an evicted one is lowered
+  // again.
   std::weak_ptr<pjrt::Executable> executable;
   std::vector<PreparedCall::Operand> operands;
   std::vector<PreparedCall::Output> outputs;
+  // defer_and_fuse mode: what DeferredGraph::record takes.
+  std::string function;
+  std::vector<hlo::Callee> callees;
+  std::vector<hlo::TensorType> output_types;
 };
+
+namespace {
+
+using Entry = PreparedEntry;
 
 struct SignatureHash {
   size_t operator()(const std::vector<int64_t>& words) const {
@@ -92,10 +101,13 @@ PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tenso
                            std::initializer_list<const c10::Scalar*> scalars,
                            const std::vector<int64_t>& statics)
     : op_(op), tensors_(tensors), scalars_(scalars) {
-  if (!prepared_ops_enabled() || eager_mode() != EagerMode::Strict) return;
+  if (!prepared_ops_enabled()) return;
+  const EagerMode mode = eager_mode();
+  if (mode != EagerMode::Strict && mode != EagerMode::DeferAndFuse) return;
+  deferred_ = mode == EagerMode::DeferAndFuse;
   // Written through a pointer into a vector sized for the longest signature: a small op's
   // whole host path is a few microseconds, and growing the vector word by word showed up.
-  size_t bound = 1 + statics.size() + scalars_.size();
+  size_t bound = 2 + statics.size() + scalars_.size();
   for (const at::Tensor* t : tensors_)
     bound += t != nullptr && t->defined() ? 10 + 2 * t->dim() : 1;
   signature_.resize(bound);
@@ -103,6 +115,7 @@ PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tenso
   // The op's name is a literal of its lowering: its address names it (two literals of one
   // name are two keys for one program, which is harmless).
   *word++ = reinterpret_cast<intptr_t>(op);
+  *word++ = deferred_;  // a prepared strict call and a recorded one are kept apart
   for (int64_t s : statics) *word++ = s;
   c10::SmallVector<const void*, 8> storages;  // of the slots so far: which share one
   for (const at::Tensor* t : tensors_) {
@@ -187,12 +200,68 @@ void PreparedCall::prepare(std::shared_ptr<pjrt::Executable> executable,
   table().insert(signature_, std::move(entry));
 }
 
+void PreparedCall::prepare_deferred(std::string function, std::vector<hlo::Callee> callees,
+                                    std::vector<Operand> operands, std::vector<Output> outputs,
+                                    std::vector<hlo::TensorType> output_types) {
+  if (!eligible_ || !deferred_ || outputs.empty()) return;
+  for (const Operand& operand : operands) {
+    if (operand.source.kind == OperandSource::Kind::Unknown || operand.source.slot < 0) return;
+  }
+  for (const Output& output : outputs) {
+    if (output.slot < 0) return;
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->operands = std::move(operands);
+  entry->outputs = std::move(outputs);
+  entry->function = std::move(function);
+  entry->callees = std::move(callees);
+  entry->output_types = std::move(output_types);
+  table().insert(signature_, std::move(entry));
+}
+
+bool PreparedCall::run_deferred(const Entry& entry, int device) {
+  std::vector<runtime::DeferredGraph::Argument> arguments;
+  arguments.reserve(entry.operands.size());
+  for (const Operand& operand : entry.operands) {
+    const OperandSource& source = operand.source;
+    if (source.kind == OperandSource::Kind::Storage) {
+      runtime::DeviceStorage* storage = device_storage(tensors_[source.slot]->storage());
+      materialize(*storage);
+      // The signature fixes the storage's size and element type, but a storage written as
+      // another type since (a bitcast view) would be read as its new type: lower anew.
+      if (operand.parameter.element != storage->element_type() ||
+          operand.parameter.dims.size() != 1 || operand.parameter.dims[0] != storage->elements()) {
+        return false;
+      }
+      arguments.push_back({storage, {}, operand.parameter, false});
+      continue;
+    }
+    c10::Scalar value = source.kind == OperandSource::Kind::Offset
+                            ? c10::Scalar(tensors_[source.slot]->storage_offset())
+                        : source.kind == OperandSource::Kind::Scalar
+                            ? *scalars_[source.slot]
+                            : tensors_[source.slot]->item();
+    arguments.push_back({nullptr, scalar_bytes(value, source.type), operand.parameter, false});
+  }
+  std::vector<std::pair<runtime::DeviceStorage*, hlo::TensorType>> outputs;
+  outputs.reserve(entry.outputs.size());
+  for (size_t i = 0; i < entry.outputs.size(); ++i) {
+    outputs.emplace_back(device_storage(tensors_[entry.outputs[i].slot]->storage()),
+                         entry.output_types[i]);
+  }
+  translating_out_of_memory(static_cast<c10::DeviceIndex>(device), [&] {
+    runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device);
+    int64_t pending = graph.record(entry.function, arguments, outputs, entry.callees);
+    runtime::metrics().count_prepared_record(op_);
+    if (pending >= defer_max_ops()) graph.flush();
+  });
+  return true;
+}
+
 bool PreparedCall::run() {
   if (!eligible_) return false;
   std::shared_ptr<const Entry> entry = table().find(signature_);
   if (entry == nullptr) return false;
-  std::shared_ptr<pjrt::Executable> executable = entry->executable.lock();
-  if (executable == nullptr) return false;
   int device = -1;
   for (const at::Tensor* t : tensors_) {
     if (t != nullptr && t->defined() && !t->is_cpu()) {
@@ -201,6 +270,9 @@ bool PreparedCall::run() {
     }
   }
   if (device < 0) return false;
+  if (deferred_) return run_deferred(*entry, device);
+  std::shared_ptr<pjrt::Executable> executable = entry->executable.lock();
+  if (executable == nullptr) return false;
   translating_out_of_memory(static_cast<c10::DeviceIndex>(device), [&] {
     std::vector<pjrt::BufferPtr> inputs;
     inputs.reserve(entry->operands.size());

@@ -1,8 +1,10 @@
 #pragma once
-// Strict mode's fast path for repeated calls: a one-op program kept with where each of its
-// operands comes from, keyed by the call's signature, so that a call equal to an earlier
-// one skips the lowering, the program text and the program cache's lookup, and goes
-// straight to the executable (the host time of a small op is mostly those three).
+// The fast path for repeated calls: a one-op program kept with where each of its operands
+// comes from, keyed by the call's signature, so that a call equal to an earlier one skips
+// the lowering. In strict mode it also skips the program text and the program cache's
+// lookup, and goes straight to the executable (the host time of a small op is mostly those
+// three); in defer_and_fuse mode the op's function text is kept and the call is recorded
+// into the pending graph as the lowering would have recorded it.
 //
 // A lowering opts in by describing its call before it builds its Program:
 //
@@ -28,6 +30,8 @@
 #include <memory>
 #include <vector>
 
+#include "hlo/builder.h"
+
 namespace tpu::pjrt {
 class Executable;
 }
@@ -42,6 +46,8 @@ struct OperandSource {
   c10::ScalarType type = c10::kFloat;  // Offset, Scalar, CpuItem: the operand's dtype
 };
 
+struct PreparedEntry;
+
 class PreparedCall {
  public:
   // `tensors` and `scalars` may hold nullptr (an absent optional argument); they must stay
@@ -50,8 +56,9 @@ class PreparedCall {
                std::initializer_list<const c10::Scalar*> scalars,
                const std::vector<int64_t>& statics = {});
 
-  // Runs the program prepared by an equal earlier call, in strict mode; false where there
-  // is none (then lower the call with a Program given this object).
+  // Runs the program prepared by an equal earlier call (strict mode), or records it into
+  // the pending graph (defer_and_fuse mode); false where there is none (then lower the call
+  // with a Program given this object).
   bool run();
 
   // For Program: the slot of a tensor (by identity) or of a storage, or -1.
@@ -68,16 +75,24 @@ class PreparedCall {
   struct Operand {
     OperandSource source;
     std::vector<int64_t> dims;
+    hlo::TensorType parameter;  // its parameter's type (a storage: its whole contents)
   };
   void prepare(std::shared_ptr<pjrt::Executable> executable, std::vector<Operand> operands,
                std::vector<Output> outputs);
+  // For Program's defer_and_fuse run: keeps the op's function text (see
+  // DeferredGraph::record) and the types of the values it leaves in `outputs`.
+  void prepare_deferred(std::string function, std::vector<hlo::Callee> callees,
+                        std::vector<Operand> operands, std::vector<Output> outputs,
+                        std::vector<hlo::TensorType> output_types);
 
  private:
   const char* op_;
   c10::SmallVector<const at::Tensor*, 6> tensors_;
   c10::SmallVector<const c10::Scalar*, 4> scalars_;
   std::vector<int64_t> signature_;
-  bool eligible_ = false;  // strict mode, prepared ops on, signature describable
+  bool eligible_ = false;  // strict or defer_and_fuse mode, prepared ops on, describable
+  bool deferred_ = false;  // defer_and_fuse mode
+  bool run_deferred(const PreparedEntry& entry, int device);
 };
 
 // Forgets every prepared call (with the program cache's memory: as if the process restarted).

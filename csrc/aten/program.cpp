@@ -336,7 +336,8 @@ void Program::prepare(std::shared_ptr<pjrt::Executable> executable,
                       const std::vector<hlo::Value>& results) {
   std::vector<PreparedCall::Operand> operands;
   operands.reserve(operands_.size());
-  for (const Operand& operand : operands_) operands.push_back({operand.source, operand.dims});
+  for (const Operand& operand : operands_)
+    operands.push_back({operand.source, operand.dims, operand.parameter});
   std::vector<PreparedCall::Output> outputs;
   for (size_t i = 0; i < written.size(); ++i) {
     outputs.push_back(
@@ -347,6 +348,22 @@ void Program::prepare(std::shared_ptr<pjrt::Executable> executable,
 
 void Program::run_deferred(const std::vector<hlo::Value>& results,
                            const std::vector<StorageState*>& written) {
+  std::string function = builder_.function_text("private @op", results);
+  if (prepared_ != nullptr) {
+    std::vector<PreparedCall::Operand> operands;
+    operands.reserve(operands_.size());
+    for (const Operand& operand : operands_)
+      operands.push_back({operand.source, operand.dims, operand.parameter});
+    std::vector<PreparedCall::Output> outputs;
+    std::vector<hlo::TensorType> types;
+    for (size_t i = 0; i < written.size(); ++i) {
+      outputs.push_back(
+          {prepared_->storage_slot(written[i]->storage), static_cast<int>(results[i].element())});
+      types.push_back(results[i].type);
+    }
+    prepared_->prepare_deferred(function, builder_.callees(), std::move(operands),
+                                std::move(outputs), std::move(types));
+  }
   std::vector<runtime::DeferredGraph::Argument> arguments;
   for (Operand& operand : operands_) {
     runtime::DeviceStorage* storage =
@@ -357,8 +374,7 @@ void Program::run_deferred(const std::vector<hlo::Value>& results,
   for (size_t i = 0; i < written.size(); ++i)
     outputs.emplace_back(written[i]->storage, results[i].type);
   runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device_);
-  int64_t pending = graph.record(builder_.function_text("private @op", results), arguments, outputs,
-                                 builder_.callees());
+  int64_t pending = graph.record(function, arguments, outputs, builder_.callees());
   runtime::metrics().count_native(op_name_);
   if (pending >= defer_max_ops()) graph.flush();
 }

@@ -73,6 +73,7 @@ py::dict metrics_snapshot() {
   out["compiles"] = s.compiles;
   out["cache_hits"] = s.cache_hits;
   out["prepared_runs"] = s.prepared_runs;
+  out["prepared_records"] = s.prepared_records;
   out["executions"] = s.executions;
   out["host_to_device"] = s.host_to_device;
   out["device_to_host"] = s.device_to_host;

@@ -66,6 +66,14 @@ void Metrics::count_prepared_run(const char* op) {
   it->second += 1;
 }
 
+void Metrics::count_prepared_record(const char* op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.prepared_records += 1;
+  auto it = data_.native_ops.find(std::string_view(op));
+  if (it == data_.native_ops.end()) it = data_.native_ops.emplace(op, 0).first;
+  it->second += 1;
+}
+
 void Metrics::count_native(const std::string& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.native_ops[op] += 1;

@@ -16,9 +16,10 @@ struct MetricsSnapshot {
   int64_t host_to_device = 0;
   int64_t device_to_host = 0;
   double compile_seconds = 0;
-  int64_t fused_graphs = 0;   // defer_and_fuse graphs run
-  int64_t fused_ops = 0;      // ops recorded into them
-  int64_t prepared_runs = 0;  // strict calls that ran a prepared program (no lowering)
+  int64_t fused_graphs = 0;      // defer_and_fuse graphs run
+  int64_t fused_ops = 0;         // ops recorded into them
+  int64_t prepared_runs = 0;     // strict calls that ran a prepared program (no lowering)
+  int64_t prepared_records = 0;  // defer_and_fuse calls recorded without lowering
   // The disk cache (compiles counts real XLA compiles only; a disk hit is not one).
   int64_t disk_hits = 0;       // executables loaded from disk
   int64_t disk_misses = 0;     // no entry on disk
@@ -53,6 +54,7 @@ class Metrics {
   // One prepared op's run (prepared_op.h): an execution, a program reused (a cache hit),
   // a native call of `op` and a prepared run, under one lock.
   void count_prepared_run(const char* op);
+  void count_prepared_record(const char* op);
   MetricsSnapshot snapshot();
   Activity activity();
   void reset();
