@@ -62,6 +62,44 @@ def test_the_same_structure_never_recompiles(deferred):
     assert _delta(before, after, "fused_graphs") == 3
 
 
+def test_an_equal_graph_reuses_its_executable_without_building_its_text(deferred):
+    """A flush whose recorded structure equals an earlier one's runs that executable
+    directly (fused_reuses); graphs that differ only in what survives to the flush or in
+    the dtype of one input are new structures, and each still computes its own answer."""
+    x = torch.randn(64)
+    t = x.to("tpu")
+
+    def step(y, keep_intermediate=False):
+        a = torch.sin(y) * 2.0
+        b = a + 1.5
+        return (b, a) if keep_intermediate else (b,)
+
+    before = _snapshot()
+    for i in range(4):
+        (out,) = step(t * (i + 1))
+        torch_tpu.sync()
+        torch.testing.assert_close(out.cpu(), torch.sin(x * (i + 1)) * 2.0 + 1.5)
+    after = _snapshot()
+    assert _delta(before, after, "fused_graphs") == 4
+    assert _delta(before, after, "fused_reuses") == 3
+    assert _delta(before, after, "compiles") <= 1
+
+    # The intermediate survives the flush: another result list, another program.
+    before = _snapshot()
+    out, a = step(t * 5, keep_intermediate=True)
+    torch_tpu.sync()
+    torch.testing.assert_close(a.cpu(), torch.sin(x * 5) * 2.0)
+    torch.testing.assert_close(out.cpu(), torch.sin(x * 5) * 2.0 + 1.5)
+    assert _delta(before, _snapshot(), "fused_reuses") == 0
+
+    # Same ops on a float64 input: new operand types.
+    x64 = x.double()
+    (out,) = step(x64.to("tpu") * 2)
+    torch_tpu.sync()
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out.cpu(), torch.sin(x64 * 2) * 2.0 + 1.5)
+
+
 def test_views_in_place_ops_and_aliasing_match_strict(deferred):
     x = torch.randn(6, 8)
 

@@ -85,6 +85,7 @@ py::dict metrics_snapshot() {
   out["disk_corrupt"] = s.disk_corrupt;
   out["fused_graphs"] = s.fused_graphs;
   out["fused_ops"] = s.fused_ops;
+  out["fused_reuses"] = s.fused_reuses;
   out["cpu_fallbacks"] = s.cpu_fallbacks;
   out["native_ops"] = s.native_ops;
   return out;

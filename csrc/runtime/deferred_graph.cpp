@@ -236,6 +236,62 @@ std::string DeferredGraph::build_text(const std::vector<Value>& results,
   return text;
 }
 
+std::string DeferredGraph::structure_key(const std::vector<Value>& results,
+                                         const std::vector<int>& donated_to) const {
+  std::string key;
+  key.reserve(calls_.size() + 64 * (used_functions_.size() + buffers_.size() + results.size()));
+  for (int id : used_functions_) {
+    key += std::to_string(id);
+    key += ',';
+  }
+  key += '\n';
+  for (const hlo::Callee& callee : callees_) {
+    key += callee.name;
+    key += ',';
+  }
+  key += '\n';
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    buffer_types_[i].append_to(key);
+    key += ':';
+    key += std::to_string(donated_to[i]);
+    key += ',';
+  }
+  key += '\n';
+  for (const auto& [element, group] : host_groups_) {
+    key += std::to_string(static_cast<int>(element));
+    key += ':';
+    key += std::to_string(group.bytes.size());
+    key += '\n';
+    key += group.lines;
+  }
+  key += '\n';
+  for (const Value& result : results) {
+    key += result.name;
+    key += ':';
+    result.type.append_to(key);
+    key += ',';
+  }
+  key += '\n';
+  key += calls_;
+  return key;
+}
+
+std::shared_ptr<pjrt::Executable> DeferredGraph::remembered(const std::string& structure) {
+  auto found = structures_.find(structure);
+  if (found == structures_.end()) return nullptr;
+  if (found->second.generation != Runtime::get().programs().generation()) return nullptr;
+  return found->second.executable.lock();
+}
+
+void DeferredGraph::remember(std::string structure,
+                             const std::shared_ptr<pjrt::Executable>& executable) {
+  // A bound with no bookkeeping per hit: a loop has a few structures, and a forgotten
+  // one costs one text build and program cache lookup.
+  if (structures_.size() >= 256) structures_.clear();
+  structures_[std::move(structure)] =
+      Remembered{executable, Runtime::get().programs().generation()};
+}
+
 void DeferredGraph::raise_failed_checks() { raise_checks(/*wait_for_all=*/true); }
 
 void DeferredGraph::raise_finished_checks() { raise_checks(/*wait_for_all=*/false); }
@@ -322,11 +378,21 @@ void DeferredGraph::flush() {
   std::vector<pjrt::BufferPtr> outputs;
   try {
     Runtime& runtime = Runtime::get();
-    auto executable = compile_options_.empty()
-                          ? runtime.programs().get(build_text(results, donated_to), "fused graph",
-                                                   ProgramKind::Graph)
-                          : runtime.programs().get(build_text(results, donated_to), "fused graph",
-                                                   compile_options_);
+    std::shared_ptr<pjrt::Executable> executable;
+    if (compile_options_.empty()) {
+      std::string structure = structure_key(results, donated_to);
+      executable = remembered(structure);
+      if (executable != nullptr) {
+        metrics().count_fused_reuse();
+      } else {
+        executable = runtime.programs().get(build_text(results, donated_to), "fused graph",
+                                            ProgramKind::Graph);
+        remember(std::move(structure), executable);
+      }
+    } else {
+      executable =
+          runtime.programs().get(build_text(results, donated_to), "fused graph", compile_options_);
+    }
     if (recording != nullptr && compile_options_.empty()) {
       // A collective's launch id changes every step: such graphs are not replayed.
       recording->executable = executable;
@@ -476,6 +542,7 @@ void DeferredGraph::reset() {
     function_ids_.clear();
     function_texts_.clear();
     local_functions_.clear();
+    structures_.clear();  // they name functions by id
   }
   calls_.clear();
   callees_.clear();

@@ -11,7 +11,9 @@
 //
 // The text of @main depends only on the sequence of ops and their metadata (never
 // on scalar values, which travel as run-time operands), so a loop that records the
-// same ops every step reuses one compiled program.
+// same ops every step reuses one compiled program. A flush whose recorded structure
+// (the calls, in the form record() keeps them, and which op functions they call) equals
+// an earlier flush's runs that flush's executable without building the program's text.
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -160,6 +162,13 @@ class DeferredGraph {
   Value host_input(const Argument& argument);
   std::string build_text(const std::vector<Value>& results,
                          const std::vector<int>& donated_to) const;
+  // What build_text's result depends on, in a form much cheaper to build: the calls as
+  // recorded, the op functions by id, the operand types, host groups, results and donations.
+  std::string structure_key(const std::vector<Value>& results,
+                            const std::vector<int>& donated_to) const;
+  // The executable of a program built from an equal structure, or null.
+  std::shared_ptr<pjrt::Executable> remembered(const std::string& structure);
+  void remember(std::string structure, const std::shared_ptr<pjrt::Executable>& executable);
   // Runs `executable` on `buffers` and the host operands; books the run (profiler,
   // metrics, retirement, graphs in flight) and the downloads of its `checks`, whose
   // values follow the first `check_base` outputs. Holds the lock.
@@ -199,6 +208,13 @@ class DeferredGraph {
   std::unordered_map<DeviceStorage*, size_t> pending_index_;
   std::vector<Check> checks_;
   std::vector<Download> downloads_;
+  // Structures of graphs run (see structure_key), with the program cache's generation
+  // they were compiled in; weak: the program cache decides what stays loaded.
+  struct Remembered {
+    std::weak_ptr<pjrt::Executable> executable;
+    uint64_t generation = 0;
+  };
+  std::unordered_map<std::string, Remembered> structures_;
   // Completion of the graphs run and not yet known to be done, oldest first. A flush
   // waits while two are in flight (one running, one queued), so the host runs ahead
   // of the device by at most that much and memory stays bounded.

@@ -18,6 +18,12 @@ void Metrics::count_cache_hit() {
   data_.cache_hits += 1;
 }
 
+void Metrics::count_fused_reuse() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.cache_hits += 1;
+  data_.fused_reuses += 1;
+}
+
 void Metrics::count_disk(DiskEvent event) {
   std::lock_guard<std::mutex> lock(mutex_);
   switch (event) {

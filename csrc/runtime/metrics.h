@@ -18,6 +18,7 @@ struct MetricsSnapshot {
   double compile_seconds = 0;
   int64_t fused_graphs = 0;      // defer_and_fuse graphs run
   int64_t fused_ops = 0;         // ops recorded into them
+  int64_t fused_reuses = 0;      // graphs that reused an equal earlier graph's executable
   int64_t prepared_runs = 0;     // strict calls that ran a prepared program (no lowering)
   int64_t prepared_records = 0;  // defer_and_fuse calls recorded without lowering
   // The disk cache (compiles counts real XLA compiles only; a disk hit is not one).
@@ -44,6 +45,7 @@ class Metrics {
  public:
   void count_compile(double seconds);
   void count_cache_hit();
+  void count_fused_reuse();
   void count_disk(DiskEvent event);
   void count_execution();
   void count_fused_graph(int64_t ops);

@@ -162,6 +162,8 @@ void ProgramCache::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   programs_.clear();
   recent_.clear();
+  evicted_.clear();
+  ++generation_;
 }
 
 void ProgramCache::set_disk_cache(std::shared_ptr<DiskCache> disk) {

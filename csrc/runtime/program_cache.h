@@ -10,6 +10,8 @@
 // program, and Linux allows a process 65530 (vm.max_map_count): a process that loads
 // ~20,000 programs (PyTorch's device test files do) ran out of mappings and crashed
 // inside XLA's JIT loader.
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <list>
 #include <memory>
@@ -51,6 +53,9 @@ class ProgramCache {
   size_t size();
   // Forgets the compiled programs held in memory (the disk cache is kept).
   void clear();
+  // Counts clear() calls: whoever remembers an executable outside this cache (a
+  // defer_and_fuse graph's structure) drops it when this changes.
+  uint64_t generation() const { return generation_.load(); }
   // The most executables kept loaded: TORCH_TPU_MAX_PROGRAMS, default 4096.
   size_t max_programs() const { return max_programs_; }
   void set_max_programs(size_t count);
@@ -86,6 +91,7 @@ class ProgramCache {
   std::list<const std::string*> recent_;  // keys of programs_, most recently used first
   // Evicted executables live on a little while: a run enqueued just before may still use one.
   std::deque<std::shared_ptr<pjrt::Executable>> evicted_;
+  std::atomic<uint64_t> generation_{0};
   size_t max_programs_;
   std::shared_ptr<DiskCache> disk_;
   RecompileLog log_;
