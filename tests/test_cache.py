@@ -131,6 +131,22 @@ def test_entries_compiled_under_other_compiler_flags_are_not_reused(tmp_path):
     assert again["metrics"]["compiles"] == 0
 
 
+def test_latency_compiled_ops_compute_the_same_and_are_cached_apart(tmp_path):
+    # TORCH_TPU_FAST_OP_COMPILE=2 compiles ops without LLVM's optimizations: the same
+    # results, and entries of the default options are not served to it (nor back).
+    first, _ = finish(start(tmp_path, TORCH_TPU_FAST_OP_COMPILE="1"))
+    fast, _ = finish(start(tmp_path, TORCH_TPU_FAST_OP_COMPILE="2"))
+    # (the workload checks each result against the CPU; unoptimized code may round
+    # differently in the last bit)
+    for name, values in first["results"].items():
+        torch.testing.assert_close(torch.tensor(fast["results"][name]), torch.tensor(values))
+    assert fast["metrics"]["compiles"] > 0
+    assert fast["metrics"]["disk_hits"] < first["metrics"]["compiles"]
+    again, _ = finish(start(tmp_path, TORCH_TPU_FAST_OP_COMPILE="2"))
+    assert again["metrics"]["compiles"] == 0
+    assert again["results"] == fast["results"]
+
+
 def test_cpu_device_count_is_configurable(tmp_path):
     script = "import torch, torch_tpu; print(torch.tpu.device_count())"
     environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(tmp_path))

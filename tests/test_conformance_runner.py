@@ -177,7 +177,10 @@ def test_cpu_check_maps_tests_to_the_cpu_device_and_counts_them_apart():
 
     assert (cpu_check.cpu_nodeid("test_x.py::TestFooPRIVATEUSE1::test_bar_tpu_float32")
             == "test_x.py::TestFooCPU::test_bar_cpu_float32")  # fmt: skip
-    assert cpu_check.cpu_nodeid("t.py::TestOldTPU::test_flatten_tpu") == "t.py::TestOldCPU::test_flatten_cpu"
+    assert (
+        cpu_check.cpu_nodeid("t.py::TestOldTPU::test_flatten_tpu")
+        == "t.py::TestOldCPU::test_flatten_cpu"
+    )
     records = [report.TestRecord("f.py", f"f.py::T::t{i}", "passed") for i in range(8)]
     records += [report.TestRecord("f.py", "f.py::T::bad", "failed", fails_on_cpu=True),
                 report.TestRecord("f.py", "f.py::T::ours", "failed")]  # fmt: skip
@@ -187,3 +190,14 @@ def test_cpu_check_maps_tests_to_the_cpu_device_and_counts_them_apart():
     assert row["pass_percent_without_them"] == pytest.approx(100 * 8 / 9)
     groups = report.group_failures(records)
     assert {g.cause for g in groups} == {"[fails on CPU too] (no message)", "(no message)"}
+
+
+def test_ops_are_compiled_for_latency_unless_the_user_chose(tmp_path, monkeypatch):
+    from torch_tpu.conformance import runner
+
+    monkeypatch.delenv("TORCH_TPU_FAST_OP_COMPILE", raising=False)
+    env = runner.child_env(runner.Options(), tmp_path / "p", tmp_path / "d")
+    assert env["TORCH_TPU_FAST_OP_COMPILE"] == "2"
+    monkeypatch.setenv("TORCH_TPU_FAST_OP_COMPILE", "0")
+    env = runner.child_env(runner.Options(), tmp_path / "p", tmp_path / "d")
+    assert env["TORCH_TPU_FAST_OP_COMPILE"] == "0"

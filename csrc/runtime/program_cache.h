@@ -33,7 +33,8 @@ enum class ProgramKind { Op, Graph };
 // The compile options of `kind` on this client's plugin. On XLA:CPU an op is compiled
 // without the MLIR fusion emitters (xla_cpu_use_fusion_emitters=false): they cost about
 // 40% of a one-op program's compile time and speed up only fused loops.
-// TORCH_TPU_FAST_OP_COMPILE=0 compiles ops like graphs.
+// TORCH_TPU_FAST_OP_COMPILE=0 compiles ops like graphs; =2 also compiles them without
+// LLVM's optimizations (xla_backend_optimization_level=0).
 std::string compile_options_for(const pjrt::Client& client, ProgramKind kind);
 
 class ProgramCache {

@@ -202,6 +202,9 @@ def child_env(options: Options, progress: Path, deselect: Path) -> dict[str, str
         PYTHONUNBUFFERED="1",
         PYTHONPATH=os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), env.get("PYTHONPATH")])),
     )
+    # The tests meet thousands of shapes and run each program a few times: compile ops
+    # for latency (unless the user chose otherwise).
+    env.setdefault("TORCH_TPU_FAST_OP_COMPILE", "2")
     env[PROGRESS_ENV] = str(progress)
     env[DESELECT_ENV] = str(deselect)
     for name, wanted in (
