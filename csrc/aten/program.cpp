@@ -279,9 +279,14 @@ void Program::run_now() {
     return;
   }
   runtime::Runtime& rt = runtime::Runtime::get();
+  size_t bytes = 0;
+  for (const StorageState& state : storages_) bytes += state.storage->nbytes();
+  for (const Operand& operand : operands_) bytes += operand.bytes.size();
+  const runtime::ProgramKind kind =
+      bytes <= runtime::kQuickOpMaxBytes ? runtime::ProgramKind::QuickOp : runtime::ProgramKind::Op;
   auto executable =
       compile_options_ == nullptr
-          ? rt.programs().get(builder_.module_text(results), op_name_)
+          ? rt.programs().get(builder_.module_text(results), op_name_, kind)
           : rt.programs().get(builder_.module_text(results), op_name_, *compile_options_);
 
   std::vector<pjrt::BufferPtr> inputs;
@@ -291,8 +296,6 @@ void Program::run_now() {
                          ? storages_[operand.storage].storage->buffer()
                          : upload_operand(operand.bytes, operand.type, operand.dims, device_));
   }
-  size_t bytes = 0;
-  for (const StorageState& state : storages_) bytes += state.storage->nbytes();
   std::vector<pjrt::BufferPtr> outputs =
       launch_op(*executable, std::move(inputs), device_, op_name_, launch_id_, bytes);
   runtime::metrics().count_execution();
@@ -328,6 +331,7 @@ std::vector<pjrt::BufferPtr> launch_op(const pjrt::Executable& executable,
       executable.execute(arguments, rt.client().device(device), launch_id);
   profiled.done(outputs);
   rt.retire(std::move(inputs), outputs.front(), bytes);
+  rt.programs().note_run(executable);
   return outputs;
 }
 

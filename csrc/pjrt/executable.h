@@ -1,5 +1,7 @@
 #pragma once
 // Owner of one PJRT_LoadedExecutable: a compiled program loaded on one device.
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,10 +31,19 @@ class Executable {
   // with the same plugin build.
   std::string serialize() const;
 
+  // Whether this is a quickly compiled first version that its owner replaces once it has
+  // run often (see runtime::ProgramCache); count_run() returns the runs so far, this one
+  // included.
+  void mark_quick() { quick_ = true; }
+  bool quick() const { return quick_; }
+  uint32_t count_run() const { return runs_.fetch_add(1, std::memory_order_relaxed) + 1; }
+
  private:
   std::shared_ptr<const Plugin> plugin_;
   PJRT_LoadedExecutable* executable_;
   size_t num_outputs_ = 0;
+  bool quick_ = false;
+  mutable std::atomic<uint32_t> runs_{0};
 };
 
 }  // namespace tpu::pjrt

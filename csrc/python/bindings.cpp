@@ -86,6 +86,7 @@ py::dict metrics_snapshot() {
   out["fused_graphs"] = s.fused_graphs;
   out["fused_ops"] = s.fused_ops;
   out["fused_reuses"] = s.fused_reuses;
+  out["tier_ups"] = s.tier_ups;
   out["cpu_fallbacks"] = s.cpu_fallbacks;
   out["native_ops"] = s.native_ops;
   return out;

@@ -54,6 +54,8 @@ std::string cache_identity(const pjrt::Client& client, const std::string& torch_
   identity += "op_compile_options=" + hex(compile_options_for(client, ProgramKind::Op)) + "\n";
   identity +=
       "graph_compile_options=" + hex(compile_options_for(client, ProgramKind::Graph)) + "\n";
+  identity +=
+      "quick_op_compile_options=" + hex(compile_options_for(client, ProgramKind::QuickOp)) + "\n";
   identity += "torch_tpu=" + torch_tpu_version + "\n";
   // The plugins read their compiler flags from these, and flags change the code
   // compiled (fast math, vector width...): a program compiled under other flags

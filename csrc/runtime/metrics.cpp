@@ -18,6 +18,11 @@ void Metrics::count_cache_hit() {
   data_.cache_hits += 1;
 }
 
+void Metrics::count_tier_up() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.tier_ups += 1;
+}
+
 void Metrics::count_fused_reuse() {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.cache_hits += 1;

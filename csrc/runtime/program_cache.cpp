@@ -23,12 +23,24 @@ size_t max_programs_from_environment() {
   }
   return static_cast<size_t>(value);
 }
+
+std::string fast_op_compile_level() {
+  const char* fast = std::getenv("TORCH_TPU_FAST_OP_COMPILE");
+  return fast == nullptr || *fast == '\0' ? "1" : fast;
+}
+
+// The text a quick version is kept under, in memory and on disk (an MLIR comment).
+std::string quick_key(const std::string& program) { return program + "// tier: quick\n"; }
 }  // namespace
 
 std::string compile_options_for(const pjrt::Client& client, ProgramKind kind) {
   std::string options = pjrt::portable_compile_options();
-  const char* fast = std::getenv("TORCH_TPU_FAST_OP_COMPILE");
-  const std::string level = fast == nullptr ? "1" : fast;
+  const std::string level = fast_op_compile_level();
+  if (kind == ProgramKind::QuickOp && level != "0" && client.platform_name() == "cpu") {
+    options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
+    return pjrt::with_option_override(options, "xla_backend_optimization_level", int64_t{0});
+  }
+  if (kind == ProgramKind::QuickOp) kind = ProgramKind::Op;
   if (kind == ProgramKind::Op && level != "0" && client.platform_name() == "cpu") {
     options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
     // LLVM's -O0: a third to two thirds of an op's compile time, but its loops run up to
@@ -45,11 +57,59 @@ ProgramCache::ProgramCache(const pjrt::Client& client)
     : client_(client),
       op_options_(compile_options_for(client, ProgramKind::Op)),
       graph_options_(compile_options_for(client, ProgramKind::Graph)),
+      quick_options_(compile_options_for(client, ProgramKind::QuickOp)),
+      tiered_(client.platform_name() == "cpu" && fast_op_compile_level() == "1"),
       max_programs_(max_programs_from_environment()) {}
 
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
                                                     const std::string& label, ProgramKind kind) {
+  if (kind == ProgramKind::QuickOp) {
+    if (tiered_) return get_quick(program, label);
+    kind = ProgramKind::Op;
+  }
   return get_keyed(program, program, label, kind == ProgramKind::Op ? op_options_ : graph_options_);
+}
+
+std::shared_ptr<pjrt::Executable> ProgramCache::get_quick(const std::string& program,
+                                                          const std::string& label) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = programs_.find(program);  // optimized already
+    if (found != programs_.end()) {
+      metrics().count_cache_hit();
+      recent_.splice(recent_.begin(), recent_, found->second.recent);
+      return found->second.executable;
+    }
+  }
+  std::shared_ptr<pjrt::Executable> executable =
+      get_keyed(quick_key(program), program, label, quick_options_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!executable->quick()) {
+    executable->mark_quick();
+    quick_programs_.insert_or_assign(executable.get(), std::make_pair(program, label));
+  }
+  return executable;
+}
+
+void ProgramCache::tier_up(const pjrt::Executable& quick) {
+  std::string program, label;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = quick_programs_.find(&quick);
+    if (found == quick_programs_.end()) return;  // evicted or cleared meanwhile
+    program = std::move(found->second.first);
+    label = std::move(found->second.second);
+    quick_programs_.erase(found);
+  }
+  // Loaded from disk if an earlier process optimized it; compiled here otherwise.
+  get_keyed(program, program, label, op_options_, /*tier_up=*/true);
+  metrics().count_tier_up();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto stale = programs_.find(quick_key(program));
+  if (stale != programs_.end() && stale->second.executable.get() == &quick) {
+    recent_.erase(stale->second.recent);
+    programs_.erase(stale);  // its last user lets it go
+  }
 }
 
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
@@ -70,7 +130,8 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
 std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key,
                                                           const std::string& program,
                                                           const std::string& label,
-                                                          const std::string& compile_options) {
+                                                          const std::string& compile_options,
+                                                          bool tier_up) {
   std::shared_ptr<DiskCache> disk;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -101,7 +162,7 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key
     }
   }
   if (executable == nullptr) {
-    executable = compile(program, label, rejected, compile_options);
+    executable = compile(program, label, rejected, compile_options, tier_up);
     if (disk != nullptr) {
       try {
         disk->store(key, executable->serialize());
@@ -128,6 +189,7 @@ void ProgramCache::evict() {
   while (programs_.size() > max_programs_) {
     auto oldest = programs_.find(*recent_.back());
     recent_.pop_back();
+    quick_programs_.erase(oldest->second.executable.get());
     evicted_.push_back(std::move(oldest->second.executable));
     programs_.erase(oldest);
   }
@@ -143,12 +205,15 @@ void ProgramCache::set_max_programs(size_t count) {
 std::shared_ptr<pjrt::Executable> ProgramCache::compile(const std::string& program,
                                                         const std::string& label,
                                                         const std::string& rejected,
-                                                        const std::string& compile_options) {
-  std::string why = RecompileLog::enabled() ? log_.explain(label, program) : "";
+                                                        const std::string& compile_options,
+                                                        bool tier_up) {
+  // A tier-up is no recompile (nothing about the call changed): neither logged nor counted
+  // as one.
+  std::string why = RecompileLog::enabled() && !tier_up ? log_.explain(label, program) : "";
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<pjrt::Executable> executable = client_.compile(program, compile_options);
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  metrics().count_compile(elapsed.count());
+  if (!tier_up) metrics().count_compile(elapsed.count());
   if (!why.empty()) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.3f", elapsed.count());
@@ -169,6 +234,7 @@ void ProgramCache::clear() {
   programs_.clear();
   recent_.clear();
   evicted_.clear();
+  quick_programs_.clear();
   ++generation_;
 }
 

@@ -28,13 +28,22 @@ namespace tpu::runtime {
 // What a program is compiled for. A process meets thousands of distinct one-op eager
 // programs, most run a few times on small tensors: they are compiled for latency. Fused
 // graphs (defer_and_fuse, torch.compile) and kernels run many times: compiled for speed.
-enum class ProgramKind { Op, Graph };
+//
+// QuickOp is an op on small tensors, compiled in tiers: first without LLVM's optimizations
+// (a third to two thirds less compile time, a slower loop that small tensors hardly
+// notice), then, once it has run kTierUpRuns times, with the op options, replacing the
+// first version. Code that meets many shapes (variable lengths, test suites) pays the
+// quick compile once per shape; a hot op ends up as fast as ever.
+enum class ProgramKind { Op, Graph, QuickOp };
+constexpr uint32_t kTierUpRuns = 16;
+// Ops whose operands and results together are at most this big may be QuickOps.
+constexpr size_t kQuickOpMaxBytes = 32 * 1024;
 
 // The compile options of `kind` on this client's plugin. On XLA:CPU an op is compiled
 // without the MLIR fusion emitters (xla_cpu_use_fusion_emitters=false): they cost about
 // 40% of a one-op program's compile time and speed up only fused loops.
-// TORCH_TPU_FAST_OP_COMPILE=0 compiles ops like graphs; =2 also compiles them without
-// LLVM's optimizations (xla_backend_optimization_level=0).
+// TORCH_TPU_FAST_OP_COMPILE=0 compiles ops like graphs (and no QuickOp tiers); =2 compiles
+// every op without LLVM's optimizations (xla_backend_optimization_level=0), never tiering up.
 std::string compile_options_for(const pjrt::Client& client, ProgramKind kind);
 
 class ProgramCache {
@@ -52,6 +61,13 @@ class ProgramCache {
   std::shared_ptr<pjrt::Executable> get(const std::string& program, const std::string& label,
                                         const std::string& compile_options);
   size_t size();
+  // Whether QuickOp programs are compiled in tiers (the CPU platform, by default).
+  bool tiered() const { return tiered_; }
+  // Called after each run of a one-op program: replaces a quick version that has run
+  // kTierUpRuns times by the optimized one (which later get()s return).
+  void note_run(const pjrt::Executable& executable) {
+    if (executable.quick() && executable.count_run() == kTierUpRuns) tier_up(executable);
+  }
   // Forgets the compiled programs held in memory (the disk cache is kept).
   void clear();
   // Counts clear() calls: whoever remembers an executable outside this cache (a
@@ -70,16 +86,25 @@ class ProgramCache {
   // entry could not be used, if one was found.
   std::shared_ptr<pjrt::Executable> compile(const std::string& program, const std::string& label,
                                             const std::string& rejected,
-                                            const std::string& compile_options);
+                                            const std::string& compile_options,
+                                            bool tier_up = false);
+  std::shared_ptr<pjrt::Executable> get_quick(const std::string& program, const std::string& label);
+  void tier_up(const pjrt::Executable& quick);
   // get() of `key`: the program text, followed by a comment naming its compile options
   // when they are not the portable default.
+  // `tier_up`: the optimized version of a quick one (counted as a tier-up, not a compile).
   std::shared_ptr<pjrt::Executable> get_keyed(const std::string& key, const std::string& program,
                                               const std::string& label,
-                                              const std::string& compile_options);
+                                              const std::string& compile_options,
+                                              bool tier_up = false);
 
   const pjrt::Client& client_;
   const std::string op_options_;
   const std::string graph_options_;
+  const std::string quick_options_;
+  const bool tiered_;
+  // Quick executables not yet replaced -> their program text and label.
+  std::unordered_map<const pjrt::Executable*, std::pair<std::string, std::string>> quick_programs_;
   std::mutex mutex_;
   struct Entry {
     std::shared_ptr<pjrt::Executable> executable;
