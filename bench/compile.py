@@ -13,9 +13,9 @@ with cold caches (empty TORCHINDUCTOR_CACHE_DIR and TORCH_TPU_CACHE_DIR) and war
 (a second fresh process on the same directories), for the tpu backend with and without
 PyTorch's AOTAutograd cache (TORCH_TPU_AOT_CACHE) and for Inductor on the CPU,
 interleaved, median of --repeats (at least 3); `newshape` the compile time of a one-op
-eager program met with a new shape (disk cache off), with the latency options ops get
-(TORCH_TPU_FAST_OP_COMPILE=1, the default), without LLVM's optimizations (=2, what the
-conformance runner uses) and with a graph's.
+eager program met with a new shape (disk cache off): by default a small op's first
+version is compiled without LLVM's optimizations (it is replaced by an optimized one after
+16 runs); against the options of a graph (TORCH_TPU_FAST_OP_COMPILE=0).
 
 The compiled step is the whole training step (forward, backward, AdamW's step and
 zero_grad) under one torch.compile. Ratios are against PyTorch CPU eager (> 1 is slower).
@@ -194,7 +194,7 @@ def new_shape_compiles() -> None:
 
 
 def new_shape_table(repeats: int) -> None:
-    variants = {"op options (default)": "1", "latency options (=2)": "2", "graph options": "0"}
+    variants = {"default (tiered: quick first)": "1", "graph options (=0)": "0"}
     samples = {variant: [] for variant in variants}
     for _ in range(max(1, repeats // 2)):
         for variant, fast in variants.items():  # interleaved: drifts hit both alike

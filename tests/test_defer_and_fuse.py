@@ -196,7 +196,7 @@ def test_autograd_matches_strict(deferred):
         torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-5, atol=1e-6)
 
 
-def _train(mode, steps=6):
+def _train(mode, steps=6, sync=True):
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4)
@@ -213,7 +213,8 @@ def _train(mode, steps=6):
             loss = torch.nn.functional.cross_entropy(model(x), y)
             loss.backward()
             optimizer.step()
-            torch_tpu.sync()
+            if sync:
+                torch_tpu.sync()
             losses.append(loss.detach())
             compiles.append(torch_tpu.metrics.snapshot()["compiles"] - before)
     peak = torch.tpu.max_memory_allocated()
@@ -226,6 +227,20 @@ def test_a_training_loop_reaches_a_steady_state_and_matches_strict():
     assert losses == pytest.approx(strict_losses, rel=1e-5, abs=1e-6)
     assert compiles[2:] == [0] * (len(compiles) - 2), f"compiles per step: {compiles}"
     assert peak <= 1.25 * strict_peak
+
+
+def test_a_loop_that_never_syncs_is_cut_at_each_optimizer_step():
+    """No torch_tpu.sync() and no loss read inside the loop: each optimizer step ends the
+    pending graph, so every step records the same graph (one per step, compiled once)
+    rather than graphs cut by the size limit somewhere else each step."""
+    strict_losses, _, _ = _train("strict")
+    before = torch_tpu.metrics.snapshot()
+    losses, compiles, _ = _train("defer_and_fuse", steps=8, sync=False)
+    after = torch_tpu.metrics.snapshot()
+    assert losses[:6] == pytest.approx(strict_losses, rel=1e-5, abs=1e-6)
+    assert compiles[2:] == [0] * 6, f"compiles per step: {compiles}"
+    # one graph per step (plus at most one for the losses read after the loop)
+    assert 8 <= after["fused_graphs"] - before["fused_graphs"] <= 9
 
 
 def test_the_gpt_example_trains_exactly_as_in_strict():

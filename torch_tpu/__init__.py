@@ -43,6 +43,7 @@ from torch_tpu import (  # noqa: E402
     metrics,  # noqa: E402,F401
 )
 from torch_tpu import device as _device_module  # noqa: E402
+from torch_tpu import eager as _eager_module  # noqa: E402
 from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 
 cache._configure_from_environment()
@@ -52,6 +53,7 @@ _dlpack.install()
 _autograd_threads.start(_C._device_count())
 
 _device_module._install_eager_mode_property()
+_eager_module._install_optimizer_step_sync()
 torch._register_device_module("tpu", _device_module)
 
 from torch_tpu.kernels import pallas as _pallas  # noqa: E402  (JAX is imported on first use)

@@ -30,6 +30,8 @@ import contextlib
 import enum
 from collections.abc import Iterator
 
+import torch
+
 from torch_tpu import _C
 
 
@@ -119,3 +121,20 @@ def sync() -> None:
     >>> loss.backward(); optimizer.step(); torch_tpu.sync()
     """
     _C._sync()
+
+
+def _sync_after_optimizer_step(optimizer, args, kwargs) -> None:
+    """In defer_and_fuse mode, each optimizer step ends the pending graph. A training loop
+    that never calls torch_tpu.sync() (nor reads its loss) would otherwise be cut only by
+    the size limit, at another op in every step: a new graph to compile almost every time.
+    Cut at the step, every step records the same graph, compiled once. A loop that syncs
+    itself after the step finds the graph already run: its sync does nothing."""
+    if torch.compiler.is_compiling() or _C._get_eager_mode() != "defer_and_fuse":
+        return
+    _C._sync()
+
+
+def _install_optimizer_step_sync() -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    register_optimizer_step_post_hook(_sync_after_optimizer_step)
