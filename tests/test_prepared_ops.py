@@ -267,3 +267,39 @@ def test_a_long_chain_of_small_ops_keeps_its_inputs_until_they_ran():
             actual = (actual * 0.5 + step).relu()
         torch.tpu.synchronize()
         torch.testing.assert_close(actual.cpu(), expected)
+
+
+def test_matrix_products_with_changing_alpha_and_beta():
+    """mm, addmm, bmm and baddbmm are prepared; alpha and beta travel as operands, except
+    the values the lowering leaves out (alpha 1, beta 0 or 1), which are part of the
+    signature, so a call with beta 0 never runs a program that reads self."""
+    a, b, c = torch.randn(5, 4), torch.randn(4, 3), torch.randn(5, 3)
+    check_repeated(lambda x, y, n: x @ y, a, b)
+    check_repeated(lambda s, x, y, n: torch.addmm(s, x, y, beta=0.5 + n, alpha=2.5 - n), c, a, b)
+    ba, bb, bc = torch.randn(2, 5, 4), torch.randn(2, 4, 3), torch.randn(2, 5, 3)
+    check_repeated(lambda x, y, n: torch.bmm(x, y), ba, bb)
+    check_repeated(lambda s, x, y, n: torch.baddbmm(s, x, y, beta=n + 0.25), bc, ba, bb)
+    nan_self = torch.full((5, 3), float("nan"))
+    ta, tb, tn = a.to("tpu"), b.to("tpu"), nan_self.to("tpu")
+    for beta, alpha in [(1.5, 2.0), (0, 2.0), (1, 1), (0, 1), (1.5, 2.0), (0, 2.0)]:
+        expected = torch.addmm(nan_self, a, b, beta=beta, alpha=alpha)
+        torch.testing.assert_close(
+            torch.addmm(tn, ta, tb, beta=beta, alpha=alpha).cpu(), expected, equal_nan=True
+        )
+
+
+def test_matmul_precision_is_part_of_the_signature():
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    ta, tb = a.to("tpu"), b.to("tpu")
+    previous = torch.get_float32_matmul_precision()
+    try:
+        for setting in ("highest", "medium", "highest", "medium"):
+            torch.set_float32_matmul_precision(setting)
+            before = torch_tpu.metrics.snapshot()["compiles"]
+            torch.testing.assert_close((ta @ tb).cpu(), a @ b)
+            torch.testing.assert_close((ta @ tb).cpu(), a @ b)
+            compiled = torch_tpu.metrics.snapshot()["compiles"] - before
+            # a setting's first call compiles its program; nothing compiles after
+            assert compiled <= 1
+    finally:
+        torch.set_float32_matmul_precision(previous)

@@ -1,5 +1,6 @@
 // Matrix products: mm, addmm, addmv (and mv), bmm, baddbmm (matmul and linear are composites
 // of these).
+#include <ATen/Context.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 
@@ -33,14 +34,26 @@ hlo::Value product(Program& p, const at::Tensor& mat1, const at::Tensor& mat2) {
                            element_type(accumulate_type(mat1.scalar_type())));
 }
 
-void lower_mm(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& out) {
-  Program p("aten::mm");
-  p.write(out, product(p, self, mat2));
-  p.run();
-}
-
+// What a matrix product's program depends on beyond its operands' metadata: the float32
+// matmul precision (a precision_config in the program) and which of alpha and beta are the
+// integers the lowering leaves out (1, 0).
 bool is_integer(const c10::Scalar& s, int64_t value) {
   return s.isIntegral(true) && s.to<int64_t>() == value;
+}
+
+std::vector<int64_t> product_statics(const c10::Scalar& beta, const c10::Scalar& alpha) {
+  return {static_cast<int64_t>(at::globalContext().float32MatmulPrecision()), is_integer(alpha, 1),
+          is_integer(beta, 0), is_integer(beta, 1)};
+}
+
+void lower_mm(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& out) {
+  static const char* const kName = "aten::mm";
+  PreparedCall call(kName, {&self, &mat2, &out}, {},
+                    {static_cast<int64_t>(at::globalContext().float32MatmulPrecision())});
+  if (call.run()) return;
+  Program p(kName, &call);
+  p.write(out, product(p, self, mat2));
+  p.run();
 }
 
 // alpha * product + beta * self; beta == 0 ignores self (even NaNs), as PyTorch does, and so
@@ -69,7 +82,11 @@ void lower_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
               mat1.dtype());
   std::vector<int64_t> shape{mat1.size(0), mat2.size(1)};
   c10::ScalarType accumulate = accumulate_type(mat1.scalar_type());
-  Program p("aten::addmm");
+  static const char* const kName = "aten::addmm";
+  PreparedCall call(kName, {&self, &mat1, &mat2, &out}, {&beta, &alpha},
+                    product_statics(beta, alpha));
+  if (call.run()) return;
+  Program p(kName, &call);
   p.write(out, scale_and_add(p, product(p, mat1, mat2), &self, beta, alpha, accumulate, shape));
   p.run();
 }
@@ -149,7 +166,10 @@ void lower_baddbmm(const char* name, const at::Tensor* self, const at::Tensor& b
                    const at::Tensor& out) {
   std::vector<int64_t> shape{batch1.size(0), batch1.size(1), batch2.size(2)};
   c10::ScalarType accumulate = accumulate_type(batch1.scalar_type());
-  Program p(name);
+  PreparedCall call(name, {self, &batch1, &batch2, &out}, {&beta, &alpha},
+                    product_statics(beta, alpha));
+  if (call.run()) return;
+  Program p(name, &call);
   hlo::Value product = p.b().dot_general(p.read(batch1), p.read(batch2), {0}, {0}, {2}, {1},
                                          element_type(accumulate));
   p.write(out, scale_and_add(p, product, self, beta, alpha, accumulate, shape));
