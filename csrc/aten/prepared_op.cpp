@@ -184,39 +184,48 @@ int PreparedCall::scalar_slot(const c10::Scalar& scalar) const {
   return -1;
 }
 
+bool PreparedCall::keep(std::shared_ptr<Entry> entry) {
+  if (!eligible_ || entry->outputs.empty()) return false;
+  for (const Operand& operand : entry->operands) {
+    if (operand.source.kind == OperandSource::Kind::Unknown || operand.source.slot < 0)
+      return false;
+  }
+  for (const Output& output : entry->outputs) {
+    if (output.slot < 0) return false;
+  }
+  table().insert(signature_, std::move(entry));
+  return true;
+}
+
 void PreparedCall::prepare(std::shared_ptr<pjrt::Executable> executable,
                            std::vector<Operand> operands, std::vector<Output> outputs) {
-  if (!eligible_ || outputs.empty()) return;
-  for (const Operand& operand : operands) {
-    if (operand.source.kind == OperandSource::Kind::Unknown || operand.source.slot < 0) return;
-  }
-  for (const Output& output : outputs) {
-    if (output.slot < 0) return;
-  }
+  if (!eligible_) return;
   auto entry = std::make_shared<Entry>();
   entry->executable = std::move(executable);
   entry->operands = std::move(operands);
   entry->outputs = std::move(outputs);
-  table().insert(signature_, std::move(entry));
+  keep(std::move(entry));
 }
 
 void PreparedCall::prepare_deferred(std::string function, std::vector<hlo::Callee> callees,
                                     std::vector<Operand> operands, std::vector<Output> outputs,
                                     std::vector<hlo::TensorType> output_types) {
-  if (!eligible_ || !deferred_ || outputs.empty()) return;
-  for (const Operand& operand : operands) {
-    if (operand.source.kind == OperandSource::Kind::Unknown || operand.source.slot < 0) return;
-  }
-  for (const Output& output : outputs) {
-    if (output.slot < 0) return;
-  }
+  if (!eligible_ || !deferred_) return;
   auto entry = std::make_shared<Entry>();
   entry->operands = std::move(operands);
   entry->outputs = std::move(outputs);
   entry->function = std::move(function);
   entry->callees = std::move(callees);
   entry->output_types = std::move(output_types);
-  table().insert(signature_, std::move(entry));
+  keep(std::move(entry));
+}
+
+c10::Scalar PreparedCall::scalar_operand(const OperandSource& source) const {
+  switch (source.kind) {
+    case OperandSource::Kind::Offset: return c10::Scalar(tensors_[source.slot]->storage_offset());
+    case OperandSource::Kind::Scalar: return *scalars_[source.slot];
+    default: return tensors_[source.slot]->item();  // CpuItem
+  }
 }
 
 bool PreparedCall::run_deferred(const Entry& entry, int device) {
@@ -236,12 +245,8 @@ bool PreparedCall::run_deferred(const Entry& entry, int device) {
       arguments.push_back({storage, {}, operand.parameter, false});
       continue;
     }
-    c10::Scalar value = source.kind == OperandSource::Kind::Offset
-                            ? c10::Scalar(tensors_[source.slot]->storage_offset())
-                        : source.kind == OperandSource::Kind::Scalar
-                            ? *scalars_[source.slot]
-                            : tensors_[source.slot]->item();
-    arguments.push_back({nullptr, scalar_bytes(value, source.type), operand.parameter, false});
+    arguments.push_back(
+        {nullptr, scalar_bytes(scalar_operand(source), source.type), operand.parameter, false});
   }
   std::vector<std::pair<runtime::DeviceStorage*, hlo::TensorType>> outputs;
   outputs.reserve(entry.outputs.size());
@@ -284,13 +289,8 @@ bool PreparedCall::run() {
         inputs.push_back(storage->buffer());
         continue;
       }
-      c10::Scalar value = source.kind == OperandSource::Kind::Offset
-                              ? c10::Scalar(tensors_[source.slot]->storage_offset())
-                          : source.kind == OperandSource::Kind::Scalar
-                              ? *scalars_[source.slot]
-                              : tensors_[source.slot]->item();
-      inputs.push_back(
-          upload_operand(scalar_bytes(value, source.type), source.type, operand.dims, device));
+      inputs.push_back(upload_operand(scalar_bytes(scalar_operand(source), source.type),
+                                      source.type, operand.dims, device));
     }
     size_t bytes = 0;
     for (const at::Tensor* t : tensors_) {

@@ -93,6 +93,10 @@ class PreparedCall {
   bool eligible_ = false;  // strict or defer_and_fuse mode, prepared ops on, describable
   bool deferred_ = false;  // defer_and_fuse mode
   bool run_deferred(const PreparedEntry& entry, int device);
+  // Stores `entry` for later equal calls if every operand's source and output is known.
+  bool keep(std::shared_ptr<PreparedEntry> entry);
+  // The value of a run-time scalar operand (a view offset, a Scalar, a wrapped CPU scalar).
+  c10::Scalar scalar_operand(const OperandSource& source) const;
 };
 
 // Forgets every prepared call (with the program cache's memory: as if the process restarted).

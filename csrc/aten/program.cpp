@@ -335,38 +335,39 @@ std::vector<pjrt::BufferPtr> launch_op(const pjrt::Executable& executable,
   return outputs;
 }
 
-void Program::prepare(std::shared_ptr<pjrt::Executable> executable,
-                      const std::vector<StorageState*>& written,
-                      const std::vector<hlo::Value>& results) {
+std::vector<PreparedCall::Operand> Program::prepared_operands() const {
   std::vector<PreparedCall::Operand> operands;
   operands.reserve(operands_.size());
   for (const Operand& operand : operands_)
     operands.push_back({operand.source, operand.dims, operand.parameter});
+  return operands;
+}
+
+std::vector<PreparedCall::Output> Program::prepared_outputs(
+    const std::vector<StorageState*>& written, const std::vector<hlo::Value>& results) const {
   std::vector<PreparedCall::Output> outputs;
   for (size_t i = 0; i < written.size(); ++i) {
     outputs.push_back(
         {prepared_->storage_slot(written[i]->storage), static_cast<int>(results[i].element())});
   }
-  prepared_->prepare(std::move(executable), std::move(operands), std::move(outputs));
+  return outputs;
+}
+
+void Program::prepare(std::shared_ptr<pjrt::Executable> executable,
+                      const std::vector<StorageState*>& written,
+                      const std::vector<hlo::Value>& results) {
+  prepared_->prepare(std::move(executable), prepared_operands(),
+                     prepared_outputs(written, results));
 }
 
 void Program::run_deferred(const std::vector<hlo::Value>& results,
                            const std::vector<StorageState*>& written) {
   std::string function = builder_.function_text("private @op", results);
   if (prepared_ != nullptr) {
-    std::vector<PreparedCall::Operand> operands;
-    operands.reserve(operands_.size());
-    for (const Operand& operand : operands_)
-      operands.push_back({operand.source, operand.dims, operand.parameter});
-    std::vector<PreparedCall::Output> outputs;
     std::vector<hlo::TensorType> types;
-    for (size_t i = 0; i < written.size(); ++i) {
-      outputs.push_back(
-          {prepared_->storage_slot(written[i]->storage), static_cast<int>(results[i].element())});
-      types.push_back(results[i].type);
-    }
-    prepared_->prepare_deferred(function, builder_.callees(), std::move(operands),
-                                std::move(outputs), std::move(types));
+    for (const hlo::Value& result : results) types.push_back(result.type);
+    prepared_->prepare_deferred(function, builder_.callees(), prepared_operands(),
+                                prepared_outputs(written, results), std::move(types));
   }
   std::vector<runtime::DeferredGraph::Argument> arguments;
   for (Operand& operand : operands_) {

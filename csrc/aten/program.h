@@ -79,6 +79,10 @@ class Program {
   StorageState& state_of(const at::Tensor& tensor);
   // `view` with a non-zero offset made a run-time operand.
   runtime::StridedView with_offset_operand(const at::Tensor& tensor, runtime::StridedView view);
+  // This program's operands and written storages as the PreparedCall describes them.
+  std::vector<PreparedCall::Operand> prepared_operands() const;
+  std::vector<PreparedCall::Output> prepared_outputs(const std::vector<StorageState*>& written,
+                                                     const std::vector<hlo::Value>& results) const;
   // Hands run()'s executable, operands and outputs to the PreparedCall, if any.
   void prepare(std::shared_ptr<pjrt::Executable> executable,
                const std::vector<StorageState*>& written, const std::vector<hlo::Value>& results);

@@ -67,22 +67,25 @@ void Metrics::count_fallback(const std::string& op) {
   fallbacks_ += 1;
 }
 
-void Metrics::count_prepared_run(const char* op) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  data_.executions += 1;
-  data_.cache_hits += 1;
-  data_.prepared_runs += 1;
+void Metrics::count_native_locked(const char* op) {
+  // Found by view: no string is made for an operator already counted.
   auto it = data_.native_ops.find(std::string_view(op));
   if (it == data_.native_ops.end()) it = data_.native_ops.emplace(op, 0).first;
   it->second += 1;
 }
 
+void Metrics::count_prepared_run(const char* op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.executions += 1;
+  data_.cache_hits += 1;
+  data_.prepared_runs += 1;
+  count_native_locked(op);
+}
+
 void Metrics::count_prepared_record(const char* op) {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.prepared_records += 1;
-  auto it = data_.native_ops.find(std::string_view(op));
-  if (it == data_.native_ops.end()) it = data_.native_ops.emplace(op, 0).first;
-  it->second += 1;
+  count_native_locked(op);
 }
 
 void Metrics::count_native(const std::string& op) {

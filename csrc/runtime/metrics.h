@@ -64,6 +64,7 @@ class Metrics {
   void reset();
 
  private:
+  void count_native_locked(const char* op);  // holds mutex_
   std::mutex mutex_;
   MetricsSnapshot data_;
   int64_t fallbacks_ = 0;  // all of data_.cpu_fallbacks

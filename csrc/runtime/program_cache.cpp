@@ -36,19 +36,13 @@ std::string quick_key(const std::string& program) { return program + "// tier: q
 std::string compile_options_for(const pjrt::Client& client, ProgramKind kind) {
   std::string options = pjrt::portable_compile_options();
   const std::string level = fast_op_compile_level();
-  if (kind == ProgramKind::QuickOp && level != "0" && client.platform_name() == "cpu") {
-    options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
-    return pjrt::with_option_override(options, "xla_backend_optimization_level", int64_t{0});
-  }
-  if (kind == ProgramKind::QuickOp) kind = ProgramKind::Op;
-  if (kind == ProgramKind::Op && level != "0" && client.platform_name() == "cpu") {
-    options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
-    // LLVM's -O0: a third to two thirds of an op's compile time, but its loops run up to
-    // 13x slower on large tensors; for code that meets many shapes and runs each a few
-    // times (a test suite), not for a training loop.
-    if (level == "2") {
-      options = pjrt::with_option_override(options, "xla_backend_optimization_level", int64_t{0});
-    }
+  if (kind == ProgramKind::Graph || level == "0" || client.platform_name() != "cpu") return options;
+  options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
+  // LLVM's -O0: a third to two thirds of an op's compile time, but its loops run up to 13x
+  // slower on large tensors: for a quick first tier, or for code that meets many shapes and
+  // runs each a few times (a test suite), not for a training loop.
+  if (kind == ProgramKind::QuickOp || level == "2") {
+    options = pjrt::with_option_override(options, "xla_backend_optimization_level", int64_t{0});
   }
   return options;
 }
