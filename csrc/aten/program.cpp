@@ -327,11 +327,13 @@ std::vector<pjrt::BufferPtr> launch_op(const pjrt::Executable& executable,
   arguments.reserve(inputs.size());
   for (const pjrt::BufferPtr& input : inputs) arguments.push_back(input->get());
   runtime::ProfiledRun profiled(op, device);  // torch.profiler: the op's device time
+  const pjrt::Executable* pinned = executable.pinned_for(device);
   std::vector<pjrt::BufferPtr> outputs =
-      executable.execute(arguments, rt.client().device(device), launch_id);
+      pinned != nullptr ? pinned->execute(arguments, nullptr, launch_id)
+                        : executable.execute(arguments, rt.client().device(device), launch_id);
   profiled.done(outputs);
   rt.retire(std::move(inputs), outputs.front(), bytes);
-  rt.programs().note_run(executable);
+  rt.programs().note_run(executable, device);
   return outputs;
 }
 

@@ -280,4 +280,18 @@ std::unique_ptr<Executable> Client::deserialize(const std::string& bytes) const 
   return std::make_unique<Executable>(plugin_, args.loaded_executable);
 }
 
+std::unique_ptr<Executable> Client::deserialize(const std::string& bytes,
+                                                const std::string& options) const {
+  if (bytes.empty()) throw std::invalid_argument("cannot deserialize an empty executable");
+  const PJRT_Api* api = plugin_->api();
+  auto args = PJRT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
+  args.client = client_;
+  args.serialized_executable = bytes.data();
+  args.serialized_executable_size = bytes.size();
+  args.overridden_serialized_compile_options = options.data();
+  args.overridden_serialized_compile_options_size = options.size();
+  check(api, api->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
+  return std::make_unique<Executable>(plugin_, args.loaded_executable);
+}
+
 }  // namespace tpu::pjrt

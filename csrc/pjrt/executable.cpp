@@ -69,6 +69,13 @@ std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& inpu
   return result;
 }
 
+void Executable::set_pinned(int device, std::unique_ptr<Executable> copy) const {
+  // Called once, by the run that reached the pinning count; readers see the copy only
+  // once pinned_device_ publishes it.
+  pinned_ = std::move(copy);
+  pinned_device_.store(device, std::memory_order_release);
+}
+
 std::string Executable::serialize() const {
   const PJRT_Api* api = plugin_->api();
   ExecutableView view = view_of(api, executable_);

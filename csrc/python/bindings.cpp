@@ -87,6 +87,7 @@ py::dict metrics_snapshot() {
   out["fused_ops"] = s.fused_ops;
   out["fused_reuses"] = s.fused_reuses;
   out["tier_ups"] = s.tier_ups;
+  out["pinned_programs"] = s.pinned_programs;
   out["cpu_fallbacks"] = s.cpu_fallbacks;
   out["native_ops"] = s.native_ops;
   return out;

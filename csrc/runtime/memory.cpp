@@ -47,10 +47,20 @@ Memory& memory() {
   return instance;
 }
 
+MemoryStats& Memory::counters(int device) {
+  if (device >= static_cast<int>(devices_.size())) devices_.resize(device + 1);
+  return devices_[device];
+}
+
+int64_t Memory::limit_of(int device) {
+  if (limit_ < 0) limit_ = limit_from_environment();
+  if (limit_ > 0) return limit_;
+  return device < static_cast<int>(capacities_.size()) ? capacities_[device].bytes : 0;
+}
+
 MemoryStats& Memory::at(int device) {
   if (limit_ < 0) limit_ = limit_from_environment();
-  if (device >= static_cast<int>(devices_.size())) devices_.resize(device + 1);
-  MemoryStats& s = devices_[device];
+  MemoryStats& s = counters(device);
   if (limit_ > 0) {
     s.limit = limit_;
     s.limit_source = "set by TORCH_TPU_HBM_BYTES";
@@ -66,8 +76,11 @@ MemoryStats& Memory::at(int device) {
 
 void Memory::reserve(int device, int64_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  MemoryStats& s = at(device);
-  if (s.limit > 0 && s.allocated + nbytes > s.limit) {
+  // Every allocation passes here: the limit's description is only looked up to report it.
+  MemoryStats& s = counters(device);
+  const int64_t limit = limit_of(device);
+  if (limit > 0 && s.allocated + nbytes > limit) {
+    at(device);  // fills in s.limit and s.limit_source for the message
     std::string name = "tpu:" + std::to_string(device);
     throw OutOfMemory(name + " out of memory. Tried to allocate " + format_bytes(nbytes) + " (" +
                       std::to_string(nbytes) + " bytes). " + name + " has a total capacity of " +
@@ -84,7 +97,7 @@ void Memory::reserve(int device, int64_t nbytes) {
 
 void Memory::release(int device, int64_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  MemoryStats& s = at(device);
+  MemoryStats& s = counters(device);
   s.allocated -= nbytes;
   s.allocations -= 1;
 }
@@ -96,7 +109,7 @@ MemoryStats Memory::stats(int device) {
 
 void Memory::reset_peak(int device) {
   std::lock_guard<std::mutex> lock(mutex_);
-  MemoryStats& s = at(device);
+  MemoryStats& s = counters(device);
   s.peak = s.allocated;
 }
 

@@ -40,7 +40,11 @@ class Memory {
   void set_limit(int64_t bytes);
 
  private:
+  // The device's counters, with its limit and the limit's source filled in.
   MemoryStats& at(int device);
+  // The counters alone, and the limit alone: what an allocation needs.
+  MemoryStats& counters(int device);
+  int64_t limit_of(int device);
 
   struct Capacity {
     int64_t bytes = 0;

@@ -23,6 +23,11 @@ void Metrics::count_tier_up() {
   data_.tier_ups += 1;
 }
 
+void Metrics::count_pinned_program() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.pinned_programs += 1;
+}
+
 void Metrics::count_fused_reuse() {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.cache_hits += 1;

@@ -20,6 +20,7 @@ struct MetricsSnapshot {
   int64_t fused_ops = 0;         // ops recorded into them
   int64_t fused_reuses = 0;      // graphs that reused an equal earlier graph's executable
   int64_t tier_ups = 0;          // quickly compiled ops replaced by optimized ones (ProgramKind)
+  int64_t pinned_programs = 0;   // hot op programs loaded again for their one device (pin())
   int64_t prepared_runs = 0;     // strict calls that ran a prepared program (no lowering)
   int64_t prepared_records = 0;  // defer_and_fuse calls recorded without lowering
   // The disk cache (compiles counts real XLA compiles only; a disk hit is not one).
@@ -48,6 +49,7 @@ class Metrics {
   void count_cache_hit();
   void count_fused_reuse();
   void count_tier_up();
+  void count_pinned_program();
   void count_disk(DiskEvent event);
   void count_execution();
   void count_fused_graph(int64_t ops);

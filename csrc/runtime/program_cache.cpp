@@ -24,6 +24,20 @@ size_t max_programs_from_environment() {
   return static_cast<size_t>(value);
 }
 
+uint32_t pin_runs_from_environment(const pjrt::Client& client) {
+  if (client.platform_name() != "cpu") return 0;
+  const char* text = std::getenv("TORCH_TPU_PIN_PROGRAMS");
+  if (text == nullptr || *text == '\0') return kPinRuns;
+  char* end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > 1000000) {
+    throw std::invalid_argument(
+        std::string("TORCH_TPU_PIN_PROGRAMS must be a count of runs (0: never), got '") + text +
+        "'");
+  }
+  return static_cast<uint32_t>(value);
+}
+
 std::string fast_op_compile_level() {
   const char* fast = std::getenv("TORCH_TPU_FAST_OP_COMPILE");
   return fast == nullptr || *fast == '\0' ? "1" : fast;
@@ -33,8 +47,8 @@ std::string fast_op_compile_level() {
 std::string quick_key(const std::string& program) { return program + "// tier: quick\n"; }
 }  // namespace
 
-std::string compile_options_for(const pjrt::Client& client, ProgramKind kind) {
-  std::string options = pjrt::portable_compile_options();
+std::string compile_options_for(const pjrt::Client& client, ProgramKind kind, std::string base) {
+  std::string options = std::move(base);
   const std::string level = fast_op_compile_level();
   if (kind == ProgramKind::Graph || level == "0" || client.platform_name() != "cpu") return options;
   options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
@@ -53,6 +67,7 @@ ProgramCache::ProgramCache(const pjrt::Client& client)
       graph_options_(compile_options_for(client, ProgramKind::Graph)),
       quick_options_(compile_options_for(client, ProgramKind::QuickOp)),
       tiered_(client.platform_name() == "cpu" && fast_op_compile_level() == "1"),
+      pin_runs_(pin_runs_from_environment(client)),
       max_programs_(max_programs_from_environment()) {}
 
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
@@ -106,6 +121,53 @@ void ProgramCache::tier_up(const pjrt::Executable& quick) {
   }
 }
 
+void ProgramCache::pin(const pjrt::Executable& executable, int device) {
+  const pjrt::Executable::PinSource& source = executable.pin_source();
+  std::string bytes;
+  if (source.from_disk) {
+    // XLA:CPU serializes a loaded executable without its kernels: the copy would load and
+    // then fail its first run. Its disk entry has them.
+    std::string key;
+    std::shared_ptr<DiskCache> disk;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      disk = disk_;
+      for (const auto& [program, entry] : programs_) {  // once per pinned program
+        if (entry.executable.get() == &executable) {
+          key = program;
+          break;
+        }
+      }
+    }
+    if (key.empty() || disk == nullptr) return;  // evicted meanwhile, or the cache turned off
+    DiskLookup found = disk->load(key);
+    if (found.status != DiskLookup::Status::Hit) return;
+    bytes = std::move(found.payload);
+  }
+  if (bytes.empty()) {
+    // Some programs cannot be serialized (XLA:CPU: a sort's comparator): they stay portable.
+    try {
+      bytes = executable.serialize();
+    } catch (const std::exception&) {
+      return;
+    }
+  }
+  try {
+    // The kind's own options too, over the device's assignment: XLA:CPU looks an op's
+    // kernels up by the emitters named in the options it loads with.
+    const ProgramKind kind = source.graph_options ? ProgramKind::Graph : ProgramKind::Op;
+    const std::string options = compile_options_for(
+        client_, kind, pjrt::replicated_compile_options({client_.device_info(device).id}));
+    executable.set_pinned(device, client_.deserialize(bytes, options));
+    metrics().count_pinned_program();
+  } catch (const std::exception& error) {
+    if (pin_runs_.exchange(0) != 0) {
+      RecompileLog::write(std::string("warning: programs run portably: cannot load one for ") +
+                          "a single device (" + error.what() + ")");
+    }
+  }
+}
+
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
                                                     const std::string& label,
                                                     const std::string& compile_options) {
@@ -140,12 +202,14 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key
   dump_program(key, label);
   std::shared_ptr<pjrt::Executable> executable;
   std::string rejected;
+  bool from_disk = false;
   if (disk != nullptr) {
     DiskLookup found = disk->load(key);
     if (found.status == DiskLookup::Status::Hit) {
       try {
         executable = client_.deserialize(found.payload);
         disk->mark_used(key);
+        from_disk = true;
       } catch (const std::exception& error) {
         // Intact bytes the plugin still refuses (e.g. a plugin rebuilt in place).
         disk->reject(key);
@@ -169,6 +233,10 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key
         }
       }
     }
+  }
+  // Only portable programs: a replicated one (a collective) already names its devices.
+  if (compile_options == op_options_ || compile_options == graph_options_) {
+    executable->mark_pinnable({/*graph_options=*/compile_options != op_options_, from_disk});
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto [entry, added] = programs_.try_emplace(key, Entry{executable, {}});

@@ -36,6 +36,10 @@ namespace tpu::runtime {
 // quick compile once per shape; a hot op ends up as fast as ever.
 enum class ProgramKind { Op, Graph, QuickOp };
 constexpr uint32_t kTierUpRuns = 16;
+// A portable op program that has run this often on one device gets a copy loaded for that
+// device (pin()); rarely run programs are not worth the load (about a millisecond).
+// TORCH_TPU_PIN_PROGRAMS=N pins after N runs instead (0: never).
+constexpr uint32_t kPinRuns = 32;
 // Ops whose operands and results together are at most this big may be QuickOps.
 constexpr size_t kQuickOpMaxBytes = 32 * 1024;
 
@@ -44,7 +48,10 @@ constexpr size_t kQuickOpMaxBytes = 32 * 1024;
 // 40% of a one-op program's compile time and speed up only fused loops.
 // TORCH_TPU_FAST_OP_COMPILE=0 compiles ops like graphs (and no QuickOp tiers); =2 compiles
 // every op without LLVM's optimizations (xla_backend_optimization_level=0), never tiering up.
-std::string compile_options_for(const pjrt::Client& client, ProgramKind kind);
+// `base`: the serialized xla.CompileOptionsProto to add them to (by default the portable
+// one; a program pinned to one device loads with its kind's options over that device's).
+std::string compile_options_for(const pjrt::Client& client, ProgramKind kind,
+                                std::string base = pjrt::portable_compile_options());
 
 class ProgramCache {
  public:
@@ -63,10 +70,16 @@ class ProgramCache {
   size_t size();
   // Whether QuickOp programs are compiled in tiers (the CPU platform, by default).
   bool tiered() const { return tiered_; }
-  // Called after each run of a one-op program: replaces a quick version that has run
-  // kTierUpRuns times by the optimized one (which later get()s return).
-  void note_run(const pjrt::Executable& executable) {
-    if (executable.quick() && executable.count_run() == kTierUpRuns) tier_up(executable);
+  // Called after each run of a one-op program on `device`: replaces a quick version that
+  // has run kTierUpRuns times by the optimized one (which later get()s return), and pins
+  // a portable one that has run pin_runs() times to the device of that run.
+  void note_run(const pjrt::Executable& executable, int device) {
+    const uint32_t runs = executable.count_run();
+    if (executable.quick()) {
+      if (runs == kTierUpRuns) tier_up(executable);
+    } else if (runs == pin_runs_.load(std::memory_order_relaxed) && executable.pinnable()) {
+      pin(executable, device);
+    }
   }
   // Forgets the compiled programs held in memory (the disk cache is kept).
   void clear();
@@ -90,6 +103,9 @@ class ProgramCache {
                                             bool tier_up = false);
   std::shared_ptr<pjrt::Executable> get_quick(const std::string& program, const std::string& label);
   void tier_up(const pjrt::Executable& quick);
+  // Loads a copy of `executable` for `device` alone (Executable::set_pinned). A plugin
+  // that cannot load it so turns pinning off: programs keep running portably.
+  void pin(const pjrt::Executable& executable, int device);
   // get() of `key`: the program text, followed by a comment naming its compile options
   // when they are not the portable default.
   // `tier_up`: the optimized version of a quick one (counted as a tier-up, not a compile).
@@ -103,6 +119,8 @@ class ProgramCache {
   const std::string graph_options_;
   const std::string quick_options_;
   const bool tiered_;
+  // Runs before a program is pinned; 0: never. Pinning is measured on XLA:CPU only.
+  std::atomic<uint32_t> pin_runs_;
   // Quick executables not yet replaced -> their program text and label.
   std::unordered_map<const pjrt::Executable*, std::pair<std::string, std::string>> quick_programs_;
   std::mutex mutex_;
