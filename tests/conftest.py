@@ -20,7 +20,14 @@ if ROOT not in sys.path:
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-import torch_tpu  # noqa: E402,F401
+import torch_tpu  # noqa: E402
+
+
+@pytest.fixture
+def strict():
+    """Runs the test in the strict eager mode (each op its own program, run at once)."""
+    with torch_tpu.eager_mode("strict"):
+        yield
 
 
 @pytest.fixture

@@ -16,12 +16,6 @@ import torch_tpu
 pytestmark = pytest.mark.usefixtures("strict")
 
 
-@pytest.fixture
-def strict():
-    with torch_tpu.eager_mode("strict"):
-        yield
-
-
 def prepared_runs() -> int:
     return torch_tpu.metrics.snapshot()["prepared_runs"]
 

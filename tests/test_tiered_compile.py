@@ -22,12 +22,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def strict():
-    with torch_tpu.eager_mode("strict"):
-        yield
-
-
 def snapshot():
     torch.tpu.synchronize()
     return torch_tpu.metrics.snapshot()

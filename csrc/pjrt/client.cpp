@@ -269,17 +269,6 @@ std::unique_ptr<Executable> Client::compile(const std::string& mlir,
   return std::make_unique<Executable>(plugin_, args.executable);
 }
 
-std::unique_ptr<Executable> Client::deserialize(const std::string& bytes) const {
-  if (bytes.empty()) throw std::invalid_argument("cannot deserialize an empty executable");
-  const PJRT_Api* api = plugin_->api();
-  auto args = PJRT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
-  args.client = client_;
-  args.serialized_executable = bytes.data();
-  args.serialized_executable_size = bytes.size();
-  check(api, api->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
-  return std::make_unique<Executable>(plugin_, args.loaded_executable);
-}
-
 std::unique_ptr<Executable> Client::deserialize(const std::string& bytes,
                                                 const std::string& options) const {
   if (bytes.empty()) throw std::invalid_argument("cannot deserialize an empty executable");
@@ -288,8 +277,10 @@ std::unique_ptr<Executable> Client::deserialize(const std::string& bytes,
   args.client = client_;
   args.serialized_executable = bytes.data();
   args.serialized_executable_size = bytes.size();
-  args.overridden_serialized_compile_options = options.data();
-  args.overridden_serialized_compile_options_size = options.size();
+  if (!options.empty()) {
+    args.overridden_serialized_compile_options = options.data();
+    args.overridden_serialized_compile_options_size = options.size();
+  }
   check(api, api->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
   return std::make_unique<Executable>(plugin_, args.loaded_executable);
 }

@@ -70,12 +70,10 @@ class Client {
   // replicated_compile_options for a program of collectives).
   std::unique_ptr<Executable> compile(const std::string& mlir, const std::string& options) const;
   // Loads bytes from Executable::serialize(); throws Error if they do not fit this plugin.
-  std::unique_ptr<Executable> deserialize(const std::string& bytes) const;
-  // The same, loaded with serialized xla.CompileOptionsProto `options` instead of those it
-  // was compiled with (e.g. replicated_compile_options({id}): a portable program loaded
-  // for one device).
+  // Non-empty `options` (a serialized xla.CompileOptionsProto) replace those it was compiled
+  // with (e.g. replicated_compile_options({id}): a portable program loaded for one device).
   std::unique_ptr<Executable> deserialize(const std::string& bytes,
-                                          const std::string& options) const;
+                                          const std::string& options = "") const;
 
   // The PJRT device with this index; throws std::out_of_range naming the valid range.
   PJRT_Device* device(int index) const;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,12 +48,9 @@ class Executable {
     bool graph_options = false;  // which of its owner's option sets the copy must load with
     bool from_disk = false;      // loaded, not compiled: serialize() cannot give the copy
   };
-  void mark_pinnable(PinSource source) {
-    pinnable_ = true;
-    pin_source_ = source;
-  }
-  bool pinnable() const { return pinnable_; }
-  const PinSource& pin_source() const { return pin_source_; }
+  void mark_pinnable(PinSource source) { pin_source_ = source; }
+  // Null for a program that is never pinned (a quick tier, a replicated collective).
+  const PinSource* pin_source() const { return pin_source_ ? &*pin_source_ : nullptr; }
   const Executable* pinned_for(int device) const {
     return pinned_device_.load(std::memory_order_acquire) == device ? pinned_.get() : nullptr;
   }
@@ -63,8 +61,7 @@ class Executable {
   PJRT_LoadedExecutable* executable_;
   size_t num_outputs_ = 0;
   bool quick_ = false;
-  bool pinnable_ = false;
-  PinSource pin_source_;
+  std::optional<PinSource> pin_source_;
   mutable std::atomic<uint32_t> runs_{0};
   // Written once, before pinned_device_ publishes it.
   mutable std::unique_ptr<Executable> pinned_;

@@ -59,16 +59,13 @@ int64_t Memory::limit_of(int device) {
 }
 
 MemoryStats& Memory::at(int device) {
-  if (limit_ < 0) limit_ = limit_from_environment();
   MemoryStats& s = counters(device);
+  s.limit = limit_of(device);
   if (limit_ > 0) {
-    s.limit = limit_;
     s.limit_source = "set by TORCH_TPU_HBM_BYTES";
   } else if (device < static_cast<int>(capacities_.size())) {
-    s.limit = capacities_[device].bytes;
     s.limit_source = capacities_[device].source;
   } else {
-    s.limit = 0;
     s.limit_source.clear();
   }
   return s;

@@ -122,7 +122,7 @@ void ProgramCache::tier_up(const pjrt::Executable& quick) {
 }
 
 void ProgramCache::pin(const pjrt::Executable& executable, int device) {
-  const pjrt::Executable::PinSource& source = executable.pin_source();
+  const pjrt::Executable::PinSource& source = *executable.pin_source();
   std::string bytes;
   if (source.from_disk) {
     // XLA:CPU serializes a loaded executable without its kernels: the copy would load and

@@ -77,7 +77,8 @@ class ProgramCache {
     const uint32_t runs = executable.count_run();
     if (executable.quick()) {
       if (runs == kTierUpRuns) tier_up(executable);
-    } else if (runs == pin_runs_.load(std::memory_order_relaxed) && executable.pinnable()) {
+    } else if (runs == pin_runs_.load(std::memory_order_relaxed) &&
+               executable.pin_source() != nullptr) {
       pin(executable, device);
     }
   }
