@@ -306,8 +306,16 @@ Value Builder::transpose(const Value& x, const std::vector<int64_t>& permutation
     dims.push_back(x.dims().at(permutation[i]));
   }
   if (identity) return x;
-  return emit("transpose", {x}, TensorType{x.element(), dims},
-              "permutation = " + i64_array(permutation));
+  Value result = emit("transpose", {x}, TensorType{x.element(), dims},
+                      "permutation = " + i64_array(permutation));
+  int64_t rank = x.rank();
+  bool swaps_last_two =
+      rank >= 2 && permutation[rank - 1] == rank - 2 && permutation[rank - 2] == rank - 1;
+  for (int64_t i = 0; swaps_last_two && i < rank - 2; ++i) {
+    swaps_last_two = permutation[i] == i;
+  }
+  if (swaps_last_two) swapped_last_two_[result.id] = x;
+  return result;
 }
 
 Value Builder::broadcast_in_dim(const Value& x, const std::vector<int64_t>& dims,
@@ -368,6 +376,11 @@ Value Builder::dot_general(const Value& lhs, const Value& rhs,
                            const std::vector<int64_t>& rhs_batch,
                            const std::vector<int64_t>& lhs_contract,
                            const std::vector<int64_t>& rhs_contract, ElementType result) {
+  if (host_matmul_) {
+    if (auto call = host_matmul(lhs, rhs, lhs_batch, lhs_contract, rhs_contract, result)) {
+      return *call;
+    }
+  }
   auto contains = [](const std::vector<int64_t>& v, int64_t x) {
     for (int64_t y : v) {
       if (y == x) return true;
@@ -395,6 +408,51 @@ Value Builder::dot_general(const Value& lhs, const Value& rhs,
   field("rhs_contracting_dimensions", rhs_contract);
   return emit("dot_general", {lhs, rhs}, TensorType{result, dims},
               numbers + ">" + precision_config(lhs, rhs));
+}
+
+std::string host_matmul_target(bool transpose_lhs, bool transpose_rhs) {
+  std::string name = "torch_tpu.host_matmul_";
+  name += transpose_lhs ? 't' : 'n';
+  name += transpose_rhs ? 't' : 'n';
+  return name;
+}
+
+std::optional<Value> Builder::host_matmul(const Value& lhs, const Value& rhs,
+                                          const std::vector<int64_t>& lhs_batch,
+                                          const std::vector<int64_t>& lhs_contract,
+                                          const std::vector<int64_t>& rhs_contract,
+                                          ElementType result) {
+  ElementType e = lhs.element();
+  if ((e != ElementType::F32 && e != ElementType::F64) || rhs.element() != e || result != e) {
+    return std::nullopt;
+  }
+  // dot_general's default form: [batch,] m x k times [batch,] k x n (the lowerings pass the
+  // batch dimensions as {0}, {0} or none, so only the ranks and contractions need checking).
+  int64_t rank = lhs.rank();
+  bool batched = rank == 3 && lhs_batch.size() == 1;
+  if (!(rank == 2 && lhs_batch.empty()) && !batched) return std::nullopt;
+  if (rhs.rank() != rank || lhs_contract != std::vector<int64_t>{rank - 1} ||
+      rhs_contract != std::vector<int64_t>{rank - 2}) {
+    return std::nullopt;
+  }
+  for (const Value* v : {&lhs, &rhs}) {
+    for (int64_t d : v->dims()) {
+      if (d == 0) return std::nullopt;  // BLAS leading dimensions must be positive
+    }
+  }
+  std::vector<int64_t> dims = lhs.dims();
+  dims.back() = rhs.dims().back();
+  auto stored = [&](const Value& v, bool* transposed) {
+    auto found = swapped_last_two_.find(v.id);
+    *transposed = v.result < 0 && found != swapped_last_two_.end();
+    return *transposed ? found->second : v;
+  };
+  bool transpose_lhs = false, transpose_rhs = false;
+  Value a = stored(lhs, &transpose_lhs);
+  Value b = stored(rhs, &transpose_rhs);
+  return emit("custom_call", {a, b}, TensorType{e, dims},
+              "call_target_name = \"" + host_matmul_target(transpose_lhs, transpose_rhs) +
+                  "\", api_version = 4 : i32, backend_config = {}");
 }
 
 std::string Builder::precision_config(const Value& lhs, const Value& rhs) const {

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "types.h"
@@ -95,6 +97,10 @@ class Builder {
   // leading ", ": empty unless both are float32 (or complex64) and the precision is not DEFAULT.
   std::string precision_config(const Value& lhs, const Value& rhs) const;
   bool for_xla_cpu() const { return for_xla_cpu_; }
+  // Float32 and float64 matrix products (rank 2, or rank 3 batched over the first dimension)
+  // become custom calls of torch_tpu's host matmul kernels (host_kernels/matmul.h) when set:
+  // for the CPU plugin once they are registered.
+  void set_host_matmul(bool on) { host_matmul_ = on; }
 
   // x, or x through an optimization barrier where set_for_xla_cpu asks for one: the operand
   // to give a reduction over `dims` (reduce() does; variadic reduces built with op_multi should).
@@ -159,6 +165,11 @@ class Builder {
     return this->op(op, operands, result, attributes, region);
   }
   std::string name(const Value& v) const;
+  // The host matmul custom call for dot_general, or nullopt where it does not apply.
+  std::optional<Value> host_matmul(const Value& lhs, const Value& rhs,
+                                   const std::vector<int64_t>& lhs_batch,
+                                   const std::vector<int64_t>& lhs_contract,
+                                   const std::vector<int64_t>& rhs_contract, ElementType result);
   // This builder's ops and a "stablehlo.return" of `yielded`: a region's or a branch's block.
   std::string body_and_return(const std::vector<Value>& yielded) const;
   // "{ ops; stablehlo.return }" of a branch that shares this builder's names.
@@ -176,8 +187,16 @@ class Builder {
   bool in_region_ = false;  // parameters are block arguments, not function arguments
   int next_region_ = 0;
   bool for_xla_cpu_ = false;
+  bool host_matmul_ = false;
+  // Values made by a transpose of the last two dimensions, by result id, and their operand: a
+  // host matmul reads the operand with a transposed BLAS call instead of a copy.
+  std::unordered_map<int, Value> swapped_last_two_;
   MatmulPrecision matmul_precision_ = MatmulPrecision::Highest;
 };
+
+// The custom-call target of the host matmul kernel whose operands are stored with their last two
+// dimensions swapped as the flags say.
+std::string host_matmul_target(bool transpose_lhs, bool transpose_rhs);
 
 // "array<i64: 1, 2>" (or "array<i64>" when empty).
 std::string i64_array(const std::vector<int64_t>& values);

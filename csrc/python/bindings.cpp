@@ -12,6 +12,7 @@
 #include "aten/generator.h"
 #include "aten/ops.h"
 #include "distributed/c10d_key_value_store.h"
+#include "host_kernels/matmul.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
@@ -113,7 +114,8 @@ PYBIND11_MODULE(_C, m) {
         job.node_id = node_id;
         job.num_nodes = num_nodes;
         job.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-        runtime::Runtime::initialize(path, options, std::move(job));
+        runtime::Runtime& rt = runtime::Runtime::initialize(path, options, std::move(job));
+        if (rt.client().platform_name() == "cpu") host_kernels::install_host_matmul();
       },
       py::arg("plugin_path"), py::arg("options") = std::vector<pjrt::CreateOption>{},
       py::arg("store") = py::none(), py::arg("node_id") = 0, py::arg("num_nodes") = 1,
@@ -128,6 +130,7 @@ PYBIND11_MODULE(_C, m) {
     return info;
   });
   m.def("_is_initialized", &runtime::Runtime::is_initialized);
+  m.def("_host_matmul_installed", &host_kernels::host_matmul_installed);
   m.def("_plugin_info", &plugin_info);
   m.def("_device_count", [] { return static_cast<int>(aten::device_count()); });
   m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });

@@ -181,6 +181,75 @@ TEST(Builder, DotPrecisionFollowsTheSetting) {
   EXPECT_EQ(half.module_text({c}).find("precision_config"), std::string::npos);
 }
 
+TEST(Builder, HostMatmulReplacesPlainProductsOnly) {
+  auto target_of = [](Builder& b, const Value& z) {
+    std::string text = b.module_text({z});
+    size_t at = text.find("call_target_name = \"");
+    if (at == std::string::npos) {
+      return std::string(text.find("dot_general") != std::string::npos ? "dot" : "?");
+    }
+    at += 20;
+    return text.substr(at, text.find('"', at) - at);
+  };
+  {
+    Builder b;
+    b.set_host_matmul(true);
+    Value x = b.parameter(f32({4, 3}));
+    Value y = b.parameter(f32({3, 5}));
+    Value z = b.dot_general(x, y, {}, {}, {1}, {0}, ElementType::F32);
+    EXPECT_EQ(z.dims(), (std::vector<int64_t>{4, 5}));
+    EXPECT_EQ(target_of(b, z), "torch_tpu.host_matmul_nn");
+  }
+  {  // transposed operands are read in place: the custom call takes the transpose's input
+    Builder b;
+    b.set_host_matmul(true);
+    Value xt = b.parameter(f32({3, 4}));
+    Value y = b.parameter(f32({5, 3}));
+    Value z = b.dot_general(b.transpose(xt, {1, 0}), b.transpose(y, {1, 0}), {}, {}, {1}, {0},
+                            ElementType::F32);
+    EXPECT_EQ(z.dims(), (std::vector<int64_t>{4, 5}));
+    EXPECT_EQ(target_of(b, z), "torch_tpu.host_matmul_tt");
+    std::string text = b.module_text({z});
+    EXPECT_NE(text.find("custom_call\"(%arg0, %arg1)"), std::string::npos) << text;
+  }
+  {  // batched, with only the right-hand side transposed
+    Builder b;
+    b.set_host_matmul(true);
+    Value x = b.parameter(TensorType{ElementType::F64, {2, 4, 3}});
+    Value yt = b.parameter(TensorType{ElementType::F64, {2, 5, 3}});
+    Value z = b.dot_general(x, b.transpose(yt, {0, 2, 1}), {0}, {0}, {2}, {1}, ElementType::F64);
+    EXPECT_EQ(z.dims(), (std::vector<int64_t>{2, 4, 5}));
+    EXPECT_EQ(target_of(b, z), "torch_tpu.host_matmul_nt");
+  }
+  // Left to dot_general: the switch off, integers, mixed result types, empty operands, a
+  // transpose that is not of the last two dimensions, contractions other than a product's.
+  auto stays_dot = [&](bool on, TensorType lhs, TensorType rhs, ElementType result,
+                       std::vector<int64_t> lhs_contract = {1},
+                       std::vector<int64_t> rhs_contract = {0}) {
+    Builder b;
+    b.set_host_matmul(on);
+    Value z = b.dot_general(b.parameter(lhs), b.parameter(rhs), {}, {}, lhs_contract, rhs_contract,
+                            result);
+    return target_of(b, z) == "dot";
+  };
+  EXPECT_TRUE(stays_dot(false, f32({4, 3}), f32({3, 5}), ElementType::F32));
+  EXPECT_TRUE(stays_dot(true, TensorType{ElementType::S32, {4, 3}},
+                        TensorType{ElementType::S32, {3, 5}}, ElementType::S32));
+  EXPECT_TRUE(stays_dot(true, TensorType{ElementType::BF16, {4, 3}},
+                        TensorType{ElementType::BF16, {3, 5}}, ElementType::F32));
+  EXPECT_TRUE(stays_dot(true, f32({0, 3}), f32({3, 5}), ElementType::F32));
+  EXPECT_TRUE(stays_dot(true, f32({3, 4}), f32({3, 5}), ElementType::F32, {0}, {0}));
+  EXPECT_TRUE(stays_dot(true, f32({4}), f32({4}), ElementType::F32, {0}, {0}));
+  Builder b;
+  b.set_host_matmul(true);
+  Value x = b.parameter(TensorType{ElementType::F32, {3, 2, 4}});
+  Value y = b.parameter(TensorType{ElementType::F32, {2, 4, 5}});
+  Value moved = b.transpose(x, {1, 0, 2});  // [2, 3, 4]: not a swap of the last two
+  Value z = b.dot_general(moved, y, {0}, {0}, {2}, {1}, ElementType::F32);
+  EXPECT_EQ(target_of(b, z), "torch_tpu.host_matmul_nn");
+  EXPECT_NE(b.module_text({z}).find("custom_call\"(%0, %arg1)"), std::string::npos);
+}
+
 TEST(Builder, CallsAFunctionAddedToTheModule) {
   Callee twice{"ext_twice", std::make_shared<const std::string>(
                                 "  func.func private @ext_twice(%a: tensor<3xf32>) -> "

@@ -1,0 +1,278 @@
+#include "matmul.h"
+
+#include <ATen/ops/bmm_cpu_dispatch.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/mm_cpu_dispatch.h>
+#include <c10/util/ParallelGuard.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "hlo/builder.h"
+#include "pjrt/ffi_extension.h"
+#include "runtime/runtime.h"
+#include "xla_ffi.h"
+
+// MKL's per-thread thread count (its C entry point). PyTorch's x86 wheels link MKL in and
+// export it; elsewhere (OpenBLAS, Accelerate) the weak reference stays null.
+extern "C" __attribute__((weak)) int MKL_Set_Num_Threads_Local(int count);
+
+namespace tpu::host_kernels {
+
+namespace {
+
+// Each piece of a product runs on one thread, except on the main thread (on_main_thread). On any
+// other thread (XLA's workers, PyTorch's autograd threads for the device) a parallel BLAS starts
+// an OpenMP team per thread, whose threads spin after each call and starve PyTorch's own (the
+// GPT step's CPU eager baseline ran 2.2x slower beside it). Large products are split over XLA's
+// own thread pool instead (run_split).
+class OneThread {
+ public:
+  OneThread() : previous_(MKL_Set_Num_Threads_Local ? MKL_Set_Num_Threads_Local(1) : 0) {}
+  ~OneThread() {
+    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(previous_);
+  }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  c10::ParallelGuard in_parallel_{true};  // at::parallel_for runs inline
+  int previous_;
+};
+
+// Whether the calling thread is the process's main thread, the one whose OpenMP team PyTorch's
+// CPU kernels use. XLA runs small programs inline on the thread that launches them; on the
+// main thread the product then runs on PyTorch's own threads, exactly as CPU eager's does.
+bool on_main_thread() {
+  thread_local const bool main = getpid() == static_cast<pid_t>(syscall(SYS_gettid));
+  return main;
+}
+
+// Products of at least this many multiply-adds per piece are split between threads. Smaller ones
+// run whole: XLA already runs independent products side by side, and splitting the GPT step's
+// (2M-8M multiply-adds) made it slower (8.3 -> 8.8 ms); a lone 2048x256x256 product (134M) on a
+// worker takes 1.06 ms split in two against 1.83 ms whole.
+constexpr int64_t kMinSplitWork = int64_t{32} << 20;
+
+c10::ScalarType scalar_type(ffi::DataType type) {
+  switch (type) {
+    case ffi::kF32: return c10::kFloat;
+    case ffi::kF64: return c10::kDouble;
+  }
+  throw std::invalid_argument("unsupported element type " + std::to_string(type));
+}
+
+// A buffer as a CPU tensor over its memory (row-major, as custom-call operands are laid out),
+// with its last two dimensions swapped when `transposed`.
+at::Tensor as_tensor(const ffi::Buffer& buffer, bool transposed) {
+  at::Tensor t = at::from_blob(buffer.data, c10::IntArrayRef(buffer.dims, buffer.rank),
+                               at::TensorOptions().dtype(scalar_type(buffer.dtype)));
+  return transposed ? t.transpose(-1, -2) : t;
+}
+
+// out = a @ b (ranks 2 or 3), or the piece `index` of `pieces`: a slice of the batch, of the
+// rows or of the columns, whichever is longest.
+struct Product {
+  at::Tensor a, b, out;
+  int64_t pieces = 1;
+
+  void run(int64_t index) const {
+    if (on_main_thread()) return multiply(a, b, out);
+    OneThread one_thread;
+    if (pieces == 1) return multiply(a, b, out);
+    int64_t dim = split_dim();
+    int64_t length = out.size(dim);
+    int64_t begin = length * index / pieces;
+    int64_t size = length * (index + 1) / pieces - begin;
+    bool batch = out.dim() == 3 && dim == 0;
+    bool rows = dim == out.dim() - 2;
+    multiply(batch || rows ? a.narrow(dim, begin, size) : a,
+             batch || !rows ? b.narrow(dim, begin, size) : b, out.narrow(dim, begin, size));
+  }
+
+  static void multiply(const at::Tensor& x, const at::Tensor& y, const at::Tensor& o) {
+    at::Tensor result = o;
+    if (o.dim() == 2) {
+      at::cpu::mm_out(result, x, y);
+    } else {
+      at::cpu::bmm_out(result, x, y);
+    }
+  }
+
+  int64_t split_dim() const {
+    int64_t rank = out.dim();
+    if (rank == 3 && out.size(0) >= pieces) return 0;
+    return out.size(rank - 2) >= out.size(rank - 1) ? rank - 2 : rank - 1;
+  }
+};
+
+// The pieces of a product shared between the calling thread and XLA's pool. Whoever takes a
+// piece runs it, so the caller never waits for a task still queued behind busy workers: it
+// runs what is left itself and then waits only for pieces already running.
+struct SharedProduct {
+  Product product;
+  std::atomic<int64_t> next{0};
+  std::mutex mutex;
+  std::condition_variable finished;
+  int64_t done = 0;
+  std::string error;
+
+  void run_pieces() {
+    for (int64_t i = next++; i < product.pieces; i = next++) {
+      std::string failure;
+      try {
+        product.run(i);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!failure.empty() && error.empty()) error = failure;
+      if (++done == product.pieces) finished.notify_all();
+    }
+  }
+
+  static void pool_task(void* data) {
+    std::unique_ptr<std::shared_ptr<SharedProduct>> self(
+        static_cast<std::shared_ptr<SharedProduct>*>(data));
+    (*self)->run_pieces();
+  }
+};
+
+int64_t pool_threads(const ffi::CallFrame* frame) {
+  const ffi::Api* api = frame->api;
+  if (api->struct_size < offsetof(ffi::Api, thread_pool_num_threads) + sizeof(void*)) return 0;
+  int64_t threads = 0;
+  ffi::ThreadPoolNumThreadsArgs args{};
+  args.struct_size = sizeof(args);
+  args.ctx = frame->ctx;
+  args.num_threads = &threads;
+  if (ffi::Error* error = api->thread_pool_num_threads(&args)) {
+    ffi::ErrorDestroyArgs destroy{};
+    destroy.struct_size = sizeof(destroy);
+    destroy.error = error;
+    api->error_destroy(&destroy);
+    return 0;  // no pool: the product runs on the calling thread
+  }
+  return threads;
+}
+
+// Runs `product` in product.pieces pieces, pieces - 1 of them offered to XLA's pool.
+void run_split(const ffi::CallFrame* frame, const Product& product) {
+  auto shared = std::make_shared<SharedProduct>();
+  shared->product = product;
+  for (int64_t i = 1; i < product.pieces; ++i) {
+    auto data = std::make_unique<std::shared_ptr<SharedProduct>>(shared);
+    ffi::ThreadPoolScheduleArgs args{};
+    args.struct_size = sizeof(args);
+    args.ctx = frame->ctx;
+    args.task = &SharedProduct::pool_task;
+    args.data = data.get();
+    ffi::Error* error = frame->api->thread_pool_schedule(&args);
+    if (error != nullptr) {
+      ffi::ErrorDestroyArgs destroy{};
+      destroy.struct_size = sizeof(destroy);
+      destroy.error = error;
+      frame->api->error_destroy(&destroy);
+      break;  // the caller runs the rest
+    }
+    data.release();  // owned by the task now
+  }
+  shared->run_pieces();
+  std::unique_lock<std::mutex> lock(shared->mutex);
+  shared->finished.wait(lock, [&] { return shared->done == product.pieces; });
+  if (!shared->error.empty()) throw std::runtime_error(shared->error);
+}
+
+ffi::Error* fail(const ffi::CallFrame* frame, const std::string& message) {
+  ffi::ErrorCreateArgs args{};
+  args.struct_size = sizeof(args);
+  args.message = message.c_str();
+  args.errc = ffi::kInternal;
+  return frame->api->error_create(&args);
+}
+
+// result = op(lhs) @ op(rhs), op a transpose of the last two dimensions where the target's name
+// says so (hlo::host_matmul_target); ranks 2 (mm) and 3 (bmm, batch first).
+template <bool kTransposeLhs, bool kTransposeRhs>
+ffi::Error* matmul(ffi::CallFrame* frame) {
+  ffi::ExtensionBase* extension = frame->extension_start;
+  if (extension != nullptr && extension->type == ffi::kExtensionMetadata) {
+    ffi::Metadata* metadata = reinterpret_cast<ffi::MetadataExtension*>(extension)->metadata;
+    metadata->api_version.major_version = ffi::kApiMajor;
+    metadata->api_version.minor_version = ffi::kApiMinor;
+    metadata->traits = 0;
+    return nullptr;
+  }
+  if (frame->stage != ffi::kExecute) return nullptr;
+  if (frame->args.size != 2 || frame->rets.size != 1) {
+    return fail(frame, "torch_tpu host matmul: expected 2 operands and 1 result");
+  }
+  try {
+    const auto& lhs = *static_cast<const ffi::Buffer*>(frame->args.args[0]);
+    const auto& rhs = *static_cast<const ffi::Buffer*>(frame->args.args[1]);
+    const auto& result = *static_cast<const ffi::Buffer*>(frame->rets.args[0]);
+    Product product{as_tensor(lhs, kTransposeLhs), as_tensor(rhs, kTransposeRhs),
+                    as_tensor(result, false)};
+    int64_t work = product.out.numel() * product.a.size(-1);
+    static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    product.pieces = on_main_thread() ? 1 : std::min(work / kMinSplitWork, cores);
+    if (product.pieces > 1) product.pieces = std::min(product.pieces, pool_threads(frame));
+    if (product.pieces > 1) {
+      run_split(frame, product);
+    } else {
+      product.pieces = 1;
+      product.run(0);
+    }
+    return nullptr;
+  } catch (const std::exception& e) {
+    return fail(frame, std::string("torch_tpu host matmul: ") + e.what());
+  }
+}
+
+bool enabled_by_environment() {
+  const char* value = std::getenv("TORCH_TPU_HOST_MATMUL");
+  if (value == nullptr || *value == '\0') return true;
+  std::string v(value);
+  if (v == "0") return false;
+  if (v == "1") return true;
+  throw std::invalid_argument("TORCH_TPU_HOST_MATMUL must be 0 or 1, got '" + v + "'");
+}
+
+std::atomic<bool> installed{false};
+
+}  // namespace
+
+bool host_matmul_installed() { return installed.load(std::memory_order_relaxed); }
+
+bool install_host_matmul() {
+  if (!enabled_by_environment()) return false;
+  const pjrt::Plugin& plugin = runtime::Runtime::get().client().plugin();
+  struct Entry {
+    bool transpose_lhs, transpose_rhs;
+    ffi::Handler* handler;
+  };
+  const Entry entries[] = {{false, false, &matmul<false, false>},
+                           {true, false, &matmul<true, false>},
+                           {false, true, &matmul<false, true>},
+                           {true, true, &matmul<true, true>}};
+  for (const Entry& e : entries) {
+    std::string target = hlo::host_matmul_target(e.transpose_lhs, e.transpose_rhs);
+    if (!pjrt::register_ffi_handler(plugin, target, "Host", reinterpret_cast<void*>(e.handler))) {
+      return false;
+    }
+  }
+  installed = true;
+  return true;
+}
+
+}  // namespace tpu::host_kernels

@@ -1,0 +1,14 @@
+#pragma once
+// Matrix products on the CPU platform run by PyTorch's CPU BLAS instead of XLA:CPU's own dot
+// emitter, which is 2-5x slower at the sizes of a small model's layers (README, "host
+// overhead"). Programs call them as typed-FFI custom calls (hlo::Builder::dot_general emits
+// them once set_host_matmul is on); the handlers are registered with the plugin at start-up.
+namespace tpu::host_kernels {
+
+// Registers the matmul handlers with the running CPU plugin. Returns whether programs may call
+// them: false when the plugin has no FFI handler registration, or TORCH_TPU_HOST_MATMUL=0.
+bool install_host_matmul();
+// Whether install_host_matmul succeeded in this process.
+bool host_matmul_installed();
+
+}  // namespace tpu::host_kernels
