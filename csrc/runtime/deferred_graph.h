@@ -200,6 +200,9 @@ class DeferredGraph {
   std::vector<pjrt::BufferPtr> buffers_;
   std::vector<hlo::TensorType> buffer_types_;
   std::unordered_map<PJRT_Buffer*, int> buffer_index_;
+  // Buffer operands by index whose storage this graph overwrote: flush donates each to the
+  // value written over it where it can (see flush).
+  std::unordered_map<int, DeviceStorage*> overwritten_;
   std::map<hlo::ElementType, HostGroup> host_groups_;
   std::vector<std::pair<hlo::ElementType, size_t>> random_keys_;  // (group, byte offset)
   std::shared_ptr<Recording> recording_;  // filled by the next flush, if set

@@ -31,6 +31,8 @@ class DeviceStorage {
   bool has_buffer() const { return buffer_ != nullptr || graph_ != nullptr; }
   // The buffer; a pending storage first runs its graph. Throws if that graph failed.
   const pjrt::BufferPtr& buffer();
+  // The buffer held now, without running a pending graph or raising its error; may be null.
+  PJRT_Buffer* held_buffer() const { return buffer_ != nullptr ? buffer_->get() : nullptr; }
   // The contents are always 1-D: `elements` values of `element_type`.
   hlo::ElementType element_type() const { return element_type_; }
   int64_t elements() const { return elements_; }
