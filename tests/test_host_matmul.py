@@ -196,6 +196,26 @@ def test_the_switch_turns_the_kernels_off(tmp_path):
     assert not off["installed"] and off["custom_calls"] == 0 and off["dots"] == 1
 
 
+def test_switching_off_at_run_time_takes_xla_dot_for_new_and_prepared_products(
+    strict, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    x, y = torch.randn(9, 31), torch.randn(31, 4)
+    a, b = x.to("tpu"), y.to("tpu")
+    torch.testing.assert_close((a @ b).cpu(), x @ y)  # prepared with the kernel
+    torch_tpu._C._set_host_matmul_enabled(False)
+    try:
+        for _ in range(3):  # a new program, not the prepared one
+            torch.testing.assert_close((a @ b).cpu(), x @ y)
+    finally:
+        torch_tpu._C._set_host_matmul_enabled(True)
+    texts = [p.read_text() for p in sorted(tmp_path.glob("*.mlir"))]
+    assert [("host_matmul" in t, "dot_general" in t) for t in texts] == [
+        (True, False),
+        (False, True),
+    ]
+
+
 def test_a_malformed_switch_is_refused():
     environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_HOST_MATMUL="yes")
     out = subprocess.run(

@@ -1,6 +1,7 @@
 """torch.set_float32_matmul_precision on tpu: every float32 dot and convolution carries the
 matching XLA precision_config (HIGHEST / HIGH / DEFAULT), read from the programs the process
-compiled (TORCH_TPU_DUMP_PROGRAMS); TorchTPU's torch.tpu.Precision names set the same."""
+compiled (TORCH_TPU_DUMP_PROGRAMS), with the CPU platform's host matmul kernels off;
+TorchTPU's torch.tpu.Precision names set the same."""
 
 import glob
 import os
@@ -10,6 +11,17 @@ import torch
 import torch.nn.functional as F
 
 import torch_tpu
+
+
+@pytest.fixture(autouse=True)
+def xla_dots():
+    """XLA's own dot_general, which carries the precision: on the CPU platform float32
+    products otherwise call the host matmul kernels (test_host_matmul.py)."""
+    previous = torch_tpu._C._host_matmul_enabled()
+    torch_tpu._C._set_host_matmul_enabled(False)
+    yield
+    torch_tpu._C._set_host_matmul_enabled(previous)
+
 
 EXPECTED = {"highest": "precision HIGHEST", "high": "precision HIGH>", "medium": None}
 

@@ -1,5 +1,7 @@
 // Matrix products: mm, addmm, addmv (and mv), bmm, baddbmm (matmul and linear are composites
 // of these).
+#include "host_kernels/matmul.h"
+
 #include <ATen/Context.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
@@ -35,21 +37,24 @@ hlo::Value product(Program& p, const at::Tensor& mat1, const at::Tensor& mat2) {
 }
 
 // What a matrix product's program depends on beyond its operands' metadata: the float32
-// matmul precision (a precision_config in the program) and which of alpha and beta are the
-// integers the lowering leaves out (1, 0).
+// matmul precision (a precision_config in the program), whether it calls the host matmul
+// kernels, and which of alpha and beta are the integers the lowering leaves out (1, 0).
+int64_t matmul_setting() {
+  return static_cast<int64_t>(at::globalContext().float32MatmulPrecision()) * 2 +
+         host_kernels::host_matmul_enabled();
+}
+
 bool is_integer(const c10::Scalar& s, int64_t value) {
   return s.isIntegral(true) && s.to<int64_t>() == value;
 }
 
 std::vector<int64_t> product_statics(const c10::Scalar& beta, const c10::Scalar& alpha) {
-  return {static_cast<int64_t>(at::globalContext().float32MatmulPrecision()), is_integer(alpha, 1),
-          is_integer(beta, 0), is_integer(beta, 1)};
+  return {matmul_setting(), is_integer(alpha, 1), is_integer(beta, 0), is_integer(beta, 1)};
 }
 
 void lower_mm(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& out) {
   static const char* const kName = "aten::mm";
-  PreparedCall call(kName, {&self, &mat2, &out}, {},
-                    {static_cast<int64_t>(at::globalContext().float32MatmulPrecision())});
+  PreparedCall call(kName, {&self, &mat2, &out}, {}, {matmul_setting()});
   if (call.run()) return;
   Program p(kName, &call);
   p.write(out, product(p, self, mat2));

@@ -112,7 +112,7 @@ static hlo::MatmulPrecision matmul_precision() {
 Program::Program(const char* op_name, PreparedCall* prepared)
     : op_name_(op_name), prepared_(prepared) {
   builder_.set_for_xla_cpu(on_xla_cpu());
-  builder_.set_host_matmul(host_kernels::host_matmul_installed());
+  builder_.set_host_matmul(host_kernels::host_matmul_enabled());
   builder_.set_matmul_precision(matmul_precision());
 }
 

@@ -249,10 +249,15 @@ bool enabled_by_environment() {
 }
 
 std::atomic<bool> installed{false};
+std::atomic<bool> enabled{true};
 
 }  // namespace
 
 bool host_matmul_installed() { return installed.load(std::memory_order_relaxed); }
+bool host_matmul_enabled() {
+  return host_matmul_installed() && enabled.load(std::memory_order_relaxed);
+}
+void set_host_matmul_enabled(bool on) { enabled = on; }
 
 bool install_host_matmul() {
   if (!enabled_by_environment()) return false;

@@ -10,5 +10,9 @@ namespace tpu::host_kernels {
 bool install_host_matmul();
 // Whether install_host_matmul succeeded in this process.
 bool host_matmul_installed();
+// Whether programs built from now on call the kernels: installed and not switched off by
+// set_host_matmul_enabled (tests of what XLA's own dot_general carries switch them off).
+bool host_matmul_enabled();
+void set_host_matmul_enabled(bool on);
 
 }  // namespace tpu::host_kernels
