@@ -888,3 +888,33 @@ def _run_samples(info, dtype, samples):
 def test_opinfo_reference_inputs(info, dtype):
     """The larger reference set: extreme values, type-promoting and non-contiguous operands."""
     _run_samples(info, dtype, info.reference_inputs("cpu", dtype, requires_grad=False))
+
+
+def test_float64_erf_and_gelu_are_float64_accurate(strict):
+    # float64 erf used to share float32's approximation (4e-7 off), which GELU's float64
+    # gradients inherited (1e-5 relative).
+    g = torch.Generator().manual_seed(0)
+    specials = [0.0, -0.0, 1.0, -1.0, 8.0, 30.0, -30.0, float("inf"), -float("inf"), float("nan")]
+    x = torch.cat(
+        [
+            torch.randn(20000, generator=g, dtype=torch.float64) * 3,
+            torch.tensor(specials, dtype=torch.float64),
+        ]
+    )
+    torch.testing.assert_close(
+        torch.erf(x.to("tpu")).cpu(), torch.erf(x), rtol=1e-15, atol=1e-15, equal_nan=True
+    )
+    for approximate in ("none", "tanh"):
+        leaf = x[:2000].clone().requires_grad_()
+        dev = x[:2000].to("tpu").requires_grad_()
+        grad = torch.randn(2000, generator=g, dtype=torch.float64)
+        want = torch.nn.functional.gelu(leaf, approximate=approximate)
+        got = torch.nn.functional.gelu(dev, approximate=approximate)
+        want.backward(grad)
+        got.backward(grad.to("tpu"))
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-14, atol=1e-14)
+        torch.testing.assert_close(dev.grad.cpu(), leaf.grad, rtol=1e-13, atol=1e-13)
+    x32 = x.float()
+    torch.testing.assert_close(
+        torch.erf(x32.to("tpu")).cpu(), torch.erf(x32), rtol=0, atol=5e-7, equal_nan=True
+    )
