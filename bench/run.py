@@ -7,7 +7,10 @@ PyTorch CPU eager and of tpu in the strict and defer_and_fuse modes, the ratios
 against the CPU (> 1 means tpu is slower) and defer_and_fuse's speed-up over strict.
 On the CPU PJRT plugin everything runs on the same cores, so the ratios measure
 torch_tpu's overhead and XLA's fusion, not an accelerator's speed. A second table
-covers greedy decoding, where a growing key/value cache changes shapes every step.
+covers greedy decoding, where a growing key/value cache changes shapes every step, and a
+third (`--cases products`) lone float32 matrix products in the strict mode with the CPU
+platform's host matmul kernels (PyTorch's BLAS called from the program) and with XLA's own
+dot (the kernels switched off), against PyTorch CPU eager.
 """
 
 from __future__ import annotations
@@ -189,10 +192,48 @@ def decoding(repeats: int, new_tokens: int = 24) -> None:
         print(f"| {name} | {statistics.median(samples) * 1e3:.2f} | {first_text} | {later_text} |")
 
 
+PRODUCT_SHAPES = [(512, 64, 64), (512, 64, 192), (512, 64, 256), (512, 256, 64), (2048, 256, 256)]
+
+
+def products(repeats: int) -> None:
+    """Lone float32 products, m x k by k x n, at the GPT step's sizes and one larger; the
+    three variants take turns in every repeat."""
+    if not torch_tpu._C._host_matmul_installed():
+        print("\n(no host matmul kernels on this platform: products table skipped)")
+        return
+    print(
+        "\n| product (m x k x n) | CPU eager (us) | tpu, host matmul (us) | tpu, XLA dot (us) |"
+        " host / CPU | XLA / CPU |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    previous = torch_tpu._C._host_matmul_enabled()
+    try:
+        for m, k, n in PRODUCT_SHAPES:
+            a, b = torch.randn(m, k), torch.randn(k, n)
+            variants = {"cpu": (a, b), "host": (a.to("tpu"), b.to("tpu")), "xla": None}
+            variants["xla"] = variants["host"]
+            samples = {v: [] for v in variants}
+            with torch_tpu.eager_mode("strict"):
+                for _ in range(repeats + 1):  # the first round compiles: dropped
+                    for variant, (x, y) in variants.items():
+                        torch_tpu._C._set_host_matmul_enabled(variant != "xla")
+                        device = "cpu" if variant == "cpu" else "tpu"
+                        samples[variant].append(
+                            timed(lambda x=x, y=y: x @ y, device, 1, 20, warmup=2)
+                        )
+            t = {v: statistics.median(s[1:]) * 1e6 for v, s in samples.items()}
+            print(
+                f"| {m} x {k} x {n} | {t['cpu']:.0f} | {t['host']:.0f} | {t['xla']:.0f} |"
+                f" {t['host'] / t['cpu']:.2f} | {t['xla'] / t['cpu']:.2f} |"
+            )
+    finally:
+        torch_tpu._C._set_host_matmul_enabled(previous)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--cases", default=",".join([*CASES, "decode"]))
+    parser.add_argument("--cases", default=",".join([*CASES, "decode", "products"]))
     args = parser.parse_args()
     chosen = args.cases.split(",")
     torch.set_num_threads(os.cpu_count() or 1)
@@ -212,6 +253,8 @@ def main() -> None:
         )
     if "decode" in chosen:
         decoding(args.repeats)
+    if "products" in chosen:
+        products(args.repeats)
     print(
         f"\nmedian of {args.repeats} repeats; {torch_tpu.platform()} platform, "
         f"{torch.get_num_threads()} CPU threads"
