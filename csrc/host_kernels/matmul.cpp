@@ -148,6 +148,13 @@ struct SharedProduct {
   }
 };
 
+void destroy(const ffi::Api* api, ffi::Error* error) {
+  ffi::ErrorDestroyArgs args{};
+  args.struct_size = sizeof(args);
+  args.error = error;
+  api->error_destroy(&args);
+}
+
 int64_t pool_threads(const ffi::CallFrame* frame) {
   const ffi::Api* api = frame->api;
   if (api->struct_size < offsetof(ffi::Api, thread_pool_num_threads) + sizeof(void*)) return 0;
@@ -157,10 +164,7 @@ int64_t pool_threads(const ffi::CallFrame* frame) {
   args.ctx = frame->ctx;
   args.num_threads = &threads;
   if (ffi::Error* error = api->thread_pool_num_threads(&args)) {
-    ffi::ErrorDestroyArgs destroy{};
-    destroy.struct_size = sizeof(destroy);
-    destroy.error = error;
-    api->error_destroy(&destroy);
+    destroy(api, error);
     return 0;  // no pool: the product runs on the calling thread
   }
   return threads;
@@ -177,12 +181,8 @@ void run_split(const ffi::CallFrame* frame, const Product& product) {
     args.ctx = frame->ctx;
     args.task = &SharedProduct::pool_task;
     args.data = data.get();
-    ffi::Error* error = frame->api->thread_pool_schedule(&args);
-    if (error != nullptr) {
-      ffi::ErrorDestroyArgs destroy{};
-      destroy.struct_size = sizeof(destroy);
-      destroy.error = error;
-      frame->api->error_destroy(&destroy);
+    if (ffi::Error* error = frame->api->thread_pool_schedule(&args)) {
+      destroy(frame->api, error);
       break;  // the caller runs the rest
     }
     data.release();  // owned by the task now
@@ -261,6 +261,7 @@ void set_host_matmul_enabled(bool on) { enabled = on; }
 
 bool install_host_matmul() {
   if (!enabled_by_environment()) return false;
+  if (installed) return true;  // a later Runtime::initialize call of the same process
   const pjrt::Plugin& plugin = runtime::Runtime::get().client().plugin();
   struct Entry {
     bool transpose_lhs, transpose_rhs;
