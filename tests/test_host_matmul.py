@@ -30,7 +30,6 @@ def products(x, y, bias, bx, by):
     """Every product lowering, with operands that are transposed views."""
     return [
         x @ y,
-        x.t().t() @ y,
         torch.mm(x.t().contiguous().t(), y.t().contiguous().t()),  # both transposed
         torch.addmm(bias, x, y, beta=0.5, alpha=2.0),
         torch.nn.functional.linear(x, y.t().contiguous(), bias),  # weight read transposed
@@ -69,6 +68,33 @@ def test_products_match_cpu_in_every_eager_mode(mode, dtype):
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and g.shape == e.shape
         torch.testing.assert_close(g, e, **TOL[dtype])
+
+
+def test_each_transposition_reads_its_operands_in_place(strict, tmp_path, monkeypatch):
+    # Shapes of this test alone, so that each program is compiled (and dumped) here.
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    x, y = torch.randn(13, 29), torch.randn(29, 17)
+    xt, yt = x.t().contiguous().to("tpu"), y.t().contiguous().to("tpu")
+    a, b = x.to("tpu"), y.to("tpu")
+    for name, lhs, rhs in [
+        ("nn", a, b),
+        ("tn", xt.t(), b),
+        ("nt", a, yt.t()),
+        ("tt", xt.t(), yt.t()),
+    ]:
+        before = set(tmp_path.iterdir())
+        torch.testing.assert_close((lhs @ rhs).cpu(), x @ y)
+        texts = [p.read_text() for p in set(tmp_path.iterdir()) - before]
+        assert len(texts) == 1
+        assert f'"torch_tpu.host_matmul_{name}"' in texts[0]
+        assert "dot_general" not in texts[0]
+        # The call reads the stored operands: no transpose's result is among its operands (a
+        # transpose left behind is dead code, which XLA removes).
+        lines = texts[0].splitlines()
+        transposed = {ln.split("=")[0].strip() for ln in lines if "stablehlo.transpose" in ln}
+        call = next(ln for ln in lines if "stablehlo.custom_call" in ln)
+        operands = call.split("(", 1)[1].split(")", 1)[0].split(", ")
+        assert not transposed & set(operands), call
 
 
 def test_special_values_propagate_as_on_cpu(strict):
@@ -129,11 +155,13 @@ def test_large_products_off_the_main_thread_are_split_and_correct():
                     a.to("tpu"), b.to("tpu").transpose(-1, -2).contiguous().transpose(-1, -2)
                 ).cpu()
 
+    splits = torch_tpu._C._host_matmul_split_products()
     thread = threading.Thread(target=worker)
     thread.start()
     thread.join(timeout=120)
     assert not thread.is_alive()
     assert len(results) == len(cases)
+    assert torch_tpu._C._host_matmul_split_products() - splits == len(cases)
     for i, (a, b) in enumerate(cases):
         torch.testing.assert_close(results[i], a @ b, rtol=1e-4, atol=1e-4)
 

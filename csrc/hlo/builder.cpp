@@ -377,7 +377,8 @@ Value Builder::dot_general(const Value& lhs, const Value& rhs,
                            const std::vector<int64_t>& lhs_contract,
                            const std::vector<int64_t>& rhs_contract, ElementType result) {
   if (host_matmul_) {
-    if (auto call = host_matmul(lhs, rhs, lhs_batch, lhs_contract, rhs_contract, result)) {
+    if (auto call =
+            host_matmul(lhs, rhs, lhs_batch, rhs_batch, lhs_contract, rhs_contract, result)) {
       return *call;
     }
   }
@@ -419,6 +420,7 @@ std::string host_matmul_target(bool transpose_lhs, bool transpose_rhs) {
 
 std::optional<Value> Builder::host_matmul(const Value& lhs, const Value& rhs,
                                           const std::vector<int64_t>& lhs_batch,
+                                          const std::vector<int64_t>& rhs_batch,
                                           const std::vector<int64_t>& lhs_contract,
                                           const std::vector<int64_t>& rhs_contract,
                                           ElementType result) {
@@ -426,13 +428,14 @@ std::optional<Value> Builder::host_matmul(const Value& lhs, const Value& rhs,
   if ((e != ElementType::F32 && e != ElementType::F64) || rhs.element() != e || result != e) {
     return std::nullopt;
   }
-  // dot_general's default form: [batch,] m x k times [batch,] k x n (the lowerings pass the
-  // batch dimensions as {0}, {0} or none, so only the ranks and contractions need checking).
+  // dot_general's default form: [batch,] m x k times [batch,] k x n.
   int64_t rank = lhs.rank();
-  bool batched = rank == 3 && lhs_batch.size() == 1;
-  if (!(rank == 2 && lhs_batch.empty()) && !batched) return std::nullopt;
-  if (rhs.rank() != rank || lhs_contract != std::vector<int64_t>{rank - 1} ||
-      rhs_contract != std::vector<int64_t>{rank - 2}) {
+  std::vector<int64_t> batch = rank == 3 ? std::vector<int64_t>{0} : std::vector<int64_t>{};
+  if ((rank != 2 && rank != 3) || rhs.rank() != rank || lhs_batch != batch || rhs_batch != batch ||
+      lhs_contract != std::vector<int64_t>{rank - 1} ||
+      rhs_contract != std::vector<int64_t>{rank - 2} ||
+      lhs.dims()[rank - 1] != rhs.dims()[rank - 2] ||
+      (rank == 3 && lhs.dims()[0] != rhs.dims()[0])) {
     return std::nullopt;
   }
   for (const Value* v : {&lhs, &rhs}) {
@@ -444,7 +447,7 @@ std::optional<Value> Builder::host_matmul(const Value& lhs, const Value& rhs,
   dims.back() = rhs.dims().back();
   auto stored = [&](const Value& v, bool* transposed) {
     auto found = swapped_last_two_.find(v.id);
-    *transposed = v.result < 0 && found != swapped_last_two_.end();
+    *transposed = v.id >= 0 && v.result < 0 && found != swapped_last_two_.end();
     return *transposed ? found->second : v;
   };
   bool transpose_lhs = false, transpose_rhs = false;

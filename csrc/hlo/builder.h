@@ -168,6 +168,7 @@ class Builder {
   // The host matmul custom call for dot_general, or nullopt where it does not apply.
   std::optional<Value> host_matmul(const Value& lhs, const Value& rhs,
                                    const std::vector<int64_t>& lhs_batch,
+                                   const std::vector<int64_t>& rhs_batch,
                                    const std::vector<int64_t>& lhs_contract,
                                    const std::vector<int64_t>& rhs_contract, ElementType result);
   // This builder's ops and a "stablehlo.return" of `yielded`: a region's or a branch's block.

@@ -3,6 +3,7 @@
 #include <ATen/ops/bmm_cpu_dispatch.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/mm_cpu_dispatch.h>
+#include <c10/util/Exception.h>
 #include <c10/util/ParallelGuard.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -87,7 +88,7 @@ struct Product {
   int64_t pieces = 1;
 
   void run(int64_t index) const {
-    if (on_main_thread()) return multiply(a, b, out);
+    if (pieces == 1 && on_main_thread()) return multiply(a, b, out);
     OneThread one_thread;
     if (pieces == 1) return multiply(a, b, out);
     int64_t dim = split_dim();
@@ -133,7 +134,9 @@ struct SharedProduct {
       try {
         product.run(i);
       } catch (const std::exception& e) {
-        failure = e.what();
+        failure = std::string("piece failed: ") + e.what();
+      } catch (...) {
+        failure = "piece failed";
       }
       std::lock_guard<std::mutex> lock(mutex);
       if (!failure.empty() && error.empty()) error = failure;
@@ -170,26 +173,35 @@ int64_t pool_threads(const ffi::CallFrame* frame) {
   return threads;
 }
 
-// Runs `product` in product.pieces pieces, pieces - 1 of them offered to XLA's pool.
+std::atomic<int64_t> split_products{0};
+
+// Runs `product` in product.pieces pieces, pieces - 1 of them offered to XLA's pool. The caller
+// always runs what is left and waits for every piece, even when offering one fails: a piece
+// still running must not outlive the call, which owns the result buffer.
 void run_split(const ffi::CallFrame* frame, const Product& product) {
   auto shared = std::make_shared<SharedProduct>();
   shared->product = product;
-  for (int64_t i = 1; i < product.pieces; ++i) {
-    auto data = std::make_unique<std::shared_ptr<SharedProduct>>(shared);
-    ffi::ThreadPoolScheduleArgs args{};
-    args.struct_size = sizeof(args);
-    args.ctx = frame->ctx;
-    args.task = &SharedProduct::pool_task;
-    args.data = data.get();
-    if (ffi::Error* error = frame->api->thread_pool_schedule(&args)) {
-      destroy(frame->api, error);
-      break;  // the caller runs the rest
+  try {
+    for (int64_t i = 1; i < product.pieces; ++i) {
+      auto data = std::make_unique<std::shared_ptr<SharedProduct>>(shared);
+      ffi::ThreadPoolScheduleArgs args{};
+      args.struct_size = sizeof(args);
+      args.ctx = frame->ctx;
+      args.task = &SharedProduct::pool_task;
+      args.data = data.get();
+      if (ffi::Error* error = frame->api->thread_pool_schedule(&args)) {
+        destroy(frame->api, error);
+        break;
+      }
+      data.release();  // owned by the task now
     }
-    data.release();  // owned by the task now
+  } catch (...) {
+    // Offering failed (out of memory): the caller runs the rest below.
   }
   shared->run_pieces();
   std::unique_lock<std::mutex> lock(shared->mutex);
   shared->finished.wait(lock, [&] { return shared->done == product.pieces; });
+  split_products++;
   if (!shared->error.empty()) throw std::runtime_error(shared->error);
 }
 
@@ -253,6 +265,8 @@ std::atomic<bool> enabled{true};
 
 }  // namespace
 
+int64_t host_matmul_split_products() { return split_products.load(); }
+
 bool host_matmul_installed() { return installed.load(std::memory_order_relaxed); }
 bool host_matmul_enabled() {
   return host_matmul_installed() && enabled.load(std::memory_order_relaxed);
@@ -273,7 +287,16 @@ bool install_host_matmul() {
                            {true, true, &matmul<true, true>}};
   for (const Entry& e : entries) {
     std::string target = hlo::host_matmul_target(e.transpose_lhs, e.transpose_rhs);
-    if (!pjrt::register_ffi_handler(plugin, target, "Host", reinterpret_cast<void*>(e.handler))) {
+    try {
+      if (!pjrt::register_ffi_handler(plugin, target, "Host", reinterpret_cast<void*>(e.handler))) {
+        return false;
+      }
+    } catch (const std::exception& error) {
+      // A plugin whose FFI extension differs from the one we support: XLA's own dot serves.
+      TORCH_WARN(
+          "torch_tpu: the CPU plugin refused the host matmul kernels, so matrix products "
+          "use XLA's dot: ",
+          error.what());
       return false;
     }
   }

@@ -133,6 +133,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_host_matmul_installed", &host_kernels::host_matmul_installed);
   m.def("_host_matmul_enabled", &host_kernels::host_matmul_enabled);
   m.def("_set_host_matmul_enabled", &host_kernels::set_host_matmul_enabled);
+  m.def("_host_matmul_split_products", &host_kernels::host_matmul_split_products);
   m.def("_plugin_info", &plugin_info);
   m.def("_device_count", [] { return static_cast<int>(aten::device_count()); });
   m.def("_current_device", [] { return static_cast<int>(aten::current_device()); });

@@ -240,6 +240,14 @@ TEST(Builder, HostMatmulReplacesPlainProductsOnly) {
   EXPECT_TRUE(stays_dot(true, f32({0, 3}), f32({3, 5}), ElementType::F32));
   EXPECT_TRUE(stays_dot(true, f32({3, 4}), f32({3, 5}), ElementType::F32, {0}, {0}));
   EXPECT_TRUE(stays_dot(true, f32({4}), f32({4}), ElementType::F32, {0}, {0}));
+  {  // batch dimensions other than the first stay dot_general
+    Builder c;
+    c.set_host_matmul(true);
+    Value x = c.parameter(TensorType{ElementType::F32, {4, 2, 3}});
+    Value y = c.parameter(TensorType{ElementType::F32, {3, 2, 5}});
+    Value z = c.dot_general(x, y, {1}, {1}, {2}, {0}, ElementType::F32);
+    EXPECT_EQ(target_of(c, z), "dot");
+  }
   Builder b;
   b.set_host_matmul(true);
   Value x = b.parameter(TensorType{ElementType::F32, {3, 2, 4}});
