@@ -7,17 +7,13 @@ products are split over XLA's thread pool), across a restart that loads the prog
 the disk cache, and with TORCH_TPU_HOST_MATMUL=0 (XLA's own dot)."""
 
 import json
-import os
-import subprocess
-import sys
 import threading
 
 import pytest
 import torch
+from fresh_process import run_python
 
 import torch_tpu
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 pytestmark = pytest.mark.skipif(
     torch_tpu.platform() != "cpu", reason="host matmul kernels serve the CPU platform"
@@ -196,15 +192,11 @@ print(json.dumps({"installed": torch_tpu._C._host_matmul_installed(),
 def run_script(tmp_path, name, **env):
     dump = tmp_path / name
     dump.mkdir()
-    environment = dict(
-        os.environ,
-        PYTHONPATH=ROOT,
+    out = run_python(
+        SCRIPT,
         TORCH_TPU_DUMP_PROGRAMS=str(dump),
         TORCH_TPU_CACHE_DIR=str(tmp_path / "cache"),
         **env,
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=environment, capture_output=True, text=True, timeout=240
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -245,13 +237,6 @@ def test_switching_off_at_run_time_takes_xla_dot_for_new_and_prepared_products(
 
 
 def test_a_malformed_switch_is_refused():
-    environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_HOST_MATMUL="yes")
-    out = subprocess.run(
-        [sys.executable, "-c", "import torch_tpu"],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    out = run_python("import torch_tpu", TORCH_TPU_HOST_MATMUL="yes")
     assert out.returncode != 0
     assert "TORCH_TPU_HOST_MATMUL must be 0 or 1, got 'yes'" in out.stderr

@@ -6,16 +6,13 @@ restarted process loaded from the disk cache (XLA:CPU cannot re-serialize those:
 comes from the disk entry), and TORCH_TPU_PIN_PROGRAMS=0 turns pinning off."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from fresh_process import run_python
 
 import torch_tpu
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PIN_RUNS = 32
 TIER_UP_RUNS = 16
 
@@ -96,14 +93,7 @@ print(json.dumps(torch_tpu.metrics.snapshot()))
 def run_script(script, **env):
     """Runs `script` in a fresh process with `env` added; returns its stdout's last line as
     JSON and its stderr."""
-    environment = dict(os.environ, PYTHONPATH=ROOT, **env)
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    out = run_python(script, **env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
 
@@ -157,13 +147,8 @@ def test_a_program_that_cannot_be_serialized_stays_portable_and_others_still_pin
 
 
 def test_a_malformed_pin_count_is_refused():
-    environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_PIN_PROGRAMS="often")
-    out = subprocess.run(
-        [sys.executable, "-c", "import torch, torch_tpu; torch.ones(2, device='tpu') + 1"],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=240,
+    out = run_python(
+        "import torch, torch_tpu; torch.ones(2, device='tpu') + 1", TORCH_TPU_PIN_PROGRAMS="often"
     )
     assert out.returncode != 0
     assert "TORCH_TPU_PIN_PROGRAMS must be a count of runs (0: never), got 'often'" in out.stderr

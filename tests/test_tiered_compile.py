@@ -5,16 +5,13 @@ replacement is no recompile, large ops skip the quick tier, and a restarted proc
 both tiers from the disk cache instead of compiling them."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from fresh_process import run_python
 
 import torch_tpu
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIER_UP_RUNS = 16
 
 pytestmark = pytest.mark.skipif(
@@ -66,14 +63,12 @@ print(json.dumps(torch_tpu.metrics.snapshot()))
 
 
 def run_restart(cache_dir, **env):
-    environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(cache_dir), **env)
-    environment.pop("TORCH_TPU_LOG_RECOMPILES", None)
-    out = subprocess.run(
-        [sys.executable, "-c", RESTART],
-        env=environment,
-        capture_output=True,
-        text=True,
+    out = run_python(
+        RESTART,
         timeout=300,
+        drop=("TORCH_TPU_LOG_RECOMPILES",),
+        TORCH_TPU_CACHE_DIR=str(cache_dir),
+        **env,
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])

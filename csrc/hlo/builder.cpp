@@ -308,6 +308,7 @@ Value Builder::transpose(const Value& x, const std::vector<int64_t>& permutation
   if (identity) return x;
   Value result = emit("transpose", {x}, TensorType{x.element(), dims},
                       "permutation = " + i64_array(permutation));
+  if (!host_matmul_) return result;  // only host matmuls read transposes in place
   int64_t rank = x.rank();
   bool swaps_last_two =
       rank >= 2 && permutation[rank - 1] == rank - 2 && permutation[rank - 2] == rank - 1;
@@ -447,7 +448,7 @@ std::optional<Value> Builder::host_matmul(const Value& lhs, const Value& rhs,
   dims.back() = rhs.dims().back();
   auto stored = [&](const Value& v, bool* transposed) {
     auto found = swapped_last_two_.find(v.id);
-    *transposed = v.id >= 0 && v.result < 0 && found != swapped_last_two_.end();
+    *transposed = found != swapped_last_two_.end();  // keys are single-result op ids
     return *transposed ? found->second : v;
   };
   bool transpose_lhs = false, transpose_rhs = false;

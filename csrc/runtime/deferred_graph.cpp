@@ -370,7 +370,9 @@ void DeferredGraph::flush() {
            results[j].type.dims == buffer_types_[i].dims;
   };
   std::unordered_map<DeviceStorage*, size_t> live_index;
-  for (size_t j = 0; j < live.size(); ++j) live_index[live[j]] = j;
+  if (!overwritten_.empty()) {
+    for (size_t j = 0; j < live.size(); ++j) live_index[live[j]] = j;
+  }
   for (const auto& [i, storage] : overwritten_) {
     auto found = live_index.find(storage);
     if (buffers_[i].use_count() != 1 || found == live_index.end()) continue;
