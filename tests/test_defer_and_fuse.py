@@ -286,3 +286,53 @@ def test_the_graph_size_limit_flushes():
     graphs, values = out.stdout.strip().split(" ", 1)
     assert int(graphs) == 2  # two full graphs of 10 ran on their own; 5 ops still pending
     assert values == "[25.0, 25.0, 25.0, 25.0]"
+
+
+def _fused_graph_results(directory):
+    """The result types of the fused graphs dumped in `directory`, per graph."""
+    results = []
+    for path in sorted(directory.iterdir()):
+        text = path.read_text()
+        if "fused" not in path.name:
+            continue
+        main = next(line for line in text.splitlines() if "func.func public @main" in line)
+        results.append(main.rsplit("-> (", 1)[1])
+    return results
+
+
+def test_graph_results_keep_their_shapes_and_read_back_as_storages(
+    deferred, tmp_path, monkeypatch
+):
+    # On XLA:CPU a graph returns each value in the shape it was computed in (in memory
+    # order), not flattened: a flattened result is a second fusion of its producer, recomputed
+    # with per-element index arithmetic. The storages still hold those bytes as 1-D contents.
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    x, w = torch.randn(6, 10), torch.randn(7, 10)
+    h_cpu = x @ w.t() + 1.5
+    h = x.to("tpu") @ w.to("tpu").t() + 1.5  # kept alive, and read by the next ops
+    transposed = torch.empty(7, 6, device="tpu").t()  # written in memory order: 7x6
+    torch.mul(h, 2.0, out=transposed)
+    total = h.relu().sum(0)
+    torch_tpu.sync()
+    if torch_tpu._C._host_matmul_installed():  # the CPU platform
+        (signature,) = _fused_graph_results(tmp_path)
+        assert "tensor<6x7xf32>" in signature and "tensor<7x6xf32>" in signature, signature
+    torch.testing.assert_close(h.cpu(), h_cpu)
+    torch.testing.assert_close(transposed.cpu(), h_cpu * 2)
+    assert transposed.stride() == (1, 6)
+    torch.testing.assert_close(total.cpu(), h_cpu.relu().sum(0))
+    # The shaped buffers as operands of later graphs, donated to in-place writes, read
+    # through views and reinterpreted.
+    h.add_(1.0)
+    transposed[1:3, 2:5] = -1.0
+    rows = h[2:4].clone()
+    bits = h.view(torch.int32) & 0xFF
+    torch_tpu.sync()
+    expected = (h_cpu * 2).clone()
+    expected[1:3, 2:5] = -1.0
+    torch.testing.assert_close(h.cpu(), h_cpu + 1.0)
+    torch.testing.assert_close(transposed.cpu(), expected)
+    torch.testing.assert_close(rows.cpu(), h_cpu[2:4] + 1.0)
+    assert torch.equal(bits.cpu(), (h_cpu + 1.0).view(torch.int32) & 0xFF)
+    with torch_tpu.eager_mode("strict"):
+        torch.testing.assert_close((h * 2).cpu(), (h_cpu + 1.0) * 2)

@@ -30,6 +30,7 @@ struct PreparedEntry {
   std::string function;
   std::vector<hlo::Callee> callees;
   std::vector<hlo::TensorType> output_types;
+  std::vector<std::vector<int64_t>> output_shapes;
 };
 
 namespace {
@@ -209,7 +210,8 @@ void PreparedCall::prepare(std::shared_ptr<pjrt::Executable> executable,
 
 void PreparedCall::prepare_deferred(std::string function, std::vector<hlo::Callee> callees,
                                     std::vector<Operand> operands, std::vector<Output> outputs,
-                                    std::vector<hlo::TensorType> output_types) {
+                                    std::vector<hlo::TensorType> output_types,
+                                    std::vector<std::vector<int64_t>> output_shapes) {
   if (!eligible_ || !deferred_) return;
   auto entry = std::make_shared<Entry>();
   entry->operands = std::move(operands);
@@ -217,6 +219,7 @@ void PreparedCall::prepare_deferred(std::string function, std::vector<hlo::Calle
   entry->function = std::move(function);
   entry->callees = std::move(callees);
   entry->output_types = std::move(output_types);
+  entry->output_shapes = std::move(output_shapes);
   keep(std::move(entry));
 }
 
@@ -256,7 +259,8 @@ bool PreparedCall::run_deferred(const Entry& entry, int device) {
   }
   translating_out_of_memory(static_cast<c10::DeviceIndex>(device), [&] {
     runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device);
-    int64_t pending = graph.record(entry.function, arguments, outputs, entry.callees);
+    int64_t pending =
+        graph.record(entry.function, arguments, outputs, entry.callees, entry.output_shapes);
     runtime::metrics().count_prepared_record(op_);
     if (pending >= defer_max_ops()) graph.flush();
   });

@@ -80,10 +80,12 @@ class PreparedCall {
   void prepare(std::shared_ptr<pjrt::Executable> executable, std::vector<Operand> operands,
                std::vector<Output> outputs);
   // For Program's defer_and_fuse run: keeps the op's function text (see
-  // DeferredGraph::record) and the types of the values it leaves in `outputs`.
+  // DeferredGraph::record) and the types of the values it leaves in `outputs`, with
+  // their shapes before flattening.
   void prepare_deferred(std::string function, std::vector<hlo::Callee> callees,
                         std::vector<Operand> operands, std::vector<Output> outputs,
-                        std::vector<hlo::TensorType> output_types);
+                        std::vector<hlo::TensorType> output_types,
+                        std::vector<std::vector<int64_t>> output_shapes);
 
  private:
   const char* op_;

@@ -230,8 +230,12 @@ void Program::write(const at::Tensor& out, const hlo::Value& value) {
   size_t element_bytes = hlo::byte_size(type);
   int64_t elements = static_cast<int64_t>(state.storage->nbytes() / element_bytes);
   if (state.storage->nbytes() % element_bytes == 0 && view.covers_exactly(elements)) {
-    state.value = runtime::dense_storage(builder_, view, shaped);
+    // Only XLA:CPU gains from the shape (see DeferredGraph::record): on a TPU the
+    // flattening is a relayout, and the barrier would add one.
+    state.value =
+        runtime::dense_storage(builder_, view, shaped, on_xla_cpu() ? &state.shape : nullptr);
   } else {
+    state.shape.clear();
     hlo::Value base = runtime::reinterpret(builder_, storage_value(state), type);
     state.value = runtime::write_strided(builder_, base, with_offset_operand(out, view), shaped);
   }
@@ -369,9 +373,12 @@ void Program::run_deferred(const std::vector<hlo::Value>& results,
   std::string function = builder_.function_text("private @op", results);
   if (prepared_ != nullptr) {
     std::vector<hlo::TensorType> types;
+    std::vector<std::vector<int64_t>> shapes;
     for (const hlo::Value& result : results) types.push_back(result.type);
+    for (const StorageState* state : written) shapes.push_back(state->shape);
     prepared_->prepare_deferred(function, builder_.callees(), prepared_operands(),
-                                prepared_outputs(written, results), std::move(types));
+                                prepared_outputs(written, results), std::move(types),
+                                std::move(shapes));
   }
   std::vector<runtime::DeferredGraph::Argument> arguments;
   for (Operand& operand : operands_) {
@@ -380,10 +387,13 @@ void Program::run_deferred(const std::vector<hlo::Value>& results,
     arguments.push_back({storage, std::move(operand.bytes), operand.parameter, operand.random_key});
   }
   std::vector<std::pair<runtime::DeviceStorage*, hlo::TensorType>> outputs;
-  for (size_t i = 0; i < written.size(); ++i)
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < written.size(); ++i) {
     outputs.emplace_back(written[i]->storage, results[i].type);
+    shapes.push_back(written[i]->shape);
+  }
   runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device_);
-  int64_t pending = graph.record(function, arguments, outputs, builder_.callees());
+  int64_t pending = graph.record(function, arguments, outputs, builder_.callees(), shapes);
   runtime::metrics().count_native(op_name_);
   if (pending >= defer_max_ops()) graph.flush();
 }

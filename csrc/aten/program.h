@@ -67,6 +67,9 @@ class Program {
     hlo::Value value;  // the storage's current 1-D contents in this program
     bool has_value = false;
     bool written = false;
+    // The shape `value` was flattened from, when the last write covered the whole storage
+    // (see DeferredGraph::record); empty otherwise.
+    std::vector<int64_t> shape;
   };
 
   // debug mode: waits for `outputs`, raising the failure (or, with

@@ -95,7 +95,7 @@ DeferredGraph::Value DeferredGraph::host_input(const Argument& argument) {
 int64_t DeferredGraph::record(
     const std::string& function, const std::vector<Argument>& arguments,
     const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs,
-    const std::vector<hlo::Callee>& callees) {
+    const std::vector<hlo::Callee>& callees, const std::vector<std::vector<int64_t>>& shapes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   recorder_ = std::this_thread::get_id();
   for (const hlo::Callee& callee : callees) {
@@ -164,7 +164,9 @@ int64_t DeferredGraph::record(
       auto operand = buffer_index_.find(storage->held_buffer());
       if (operand != buffer_index_.end()) overwritten_[operand->second] = storage;
     }
-    storage->set_pending(this, std::move(name), outputs[i].second.element);
+    static const std::vector<int64_t> kUnknown;
+    storage->set_pending(this, std::move(name), outputs[i].second.element,
+                         i < shapes.size() ? shapes[i] : kUnknown);
   }
   return ++ops_;
 }
@@ -228,12 +230,25 @@ std::string DeferredGraph::build_text(const std::vector<Value>& results,
   }
   std::vector<hlo::TensorType> types;
   std::string names;
-  for (const Value& result : results) {
-    types.push_back(result.type);
-    names += (names.empty() ? "" : ", ") + result.name;
+  std::string unflatten;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Value& result = results[i];
+    names += names.empty() ? "" : ", ";
+    if (result.shape.size() < 2) {
+      types.push_back(result.type);
+      names += result.name;
+      continue;
+    }
+    // The result returned in its shape: see record().
+    hlo::TensorType shaped{result.type.element, result.shape};
+    const std::string name = "%out" + std::to_string(i);
+    unflatten += "    " + name + " = \"stablehlo.reshape\"(" + result.name + ") : (" +
+                 result.type.str() + ") -> " + shaped.str() + "\n";
+    types.push_back(std::move(shaped));
+    names += name;
   }
   std::string result_types = type_list(types);
-  text += ") -> (" + result_types + ") {\n" + host_lines + calls_;
+  text += ") -> (" + result_types + ") {\n" + host_lines + calls_ + unflatten;
   text += "    \"func.return\"(" + names + ") : (" + result_types + ") -> ()\n  }\n}\n";
   return text;
 }
@@ -271,6 +286,10 @@ std::string DeferredGraph::structure_key(const std::vector<Value>& results,
     key += result.name;
     key += ':';
     result.type.append_to(key);
+    for (int64_t d : result.shape) {
+      key += '/';
+      key += std::to_string(d);
+    }
     key += ',';
   }
   key += '\n';
@@ -349,7 +368,8 @@ void DeferredGraph::flush() {
     if (storage == nullptr) continue;
     live.push_back(storage);
     results.push_back(Value{storage->pending_name(),
-                            hlo::TensorType{storage->element_type(), {storage->elements()}}});
+                            hlo::TensorType{storage->element_type(), {storage->elements()}},
+                            storage->pending_shape()});
   }
   for (const Check& check : checks_) results.push_back(check.value);
   if (results.empty()) {

@@ -76,10 +76,16 @@ class DeferredGraph {
   // hlo::Builder::function_text) on `arguments`; its results become the pending
   // contents of `outputs` (1-D values of the given types), in order. Returns the
   // number of ops now pending. `callees` are the functions `function` calls (see
-  // hlo::Builder::call); the graph's module holds each of them once.
+  // hlo::Builder::call); the graph's module holds each of them once. `shapes`, where
+  // given, are the shapes the function flattened its results from (empty: unknown): a
+  // result still pending at the flush is returned through an optimization barrier in
+  // that shape, so XLA computes it once, in the shape its other readers use, instead of
+  // fusing its producer into the flattening (on XLA:CPU such a fusion is computed
+  // again per reader, with per-element index arithmetic).
   int64_t record(const std::string& function, const std::vector<Argument>& arguments,
                  const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs,
-                 const std::vector<hlo::Callee>& callees = {});
+                 const std::vector<hlo::Callee>& callees = {},
+                 const std::vector<std::vector<int64_t>>& shapes = {});
 
   // `on_result` gets the bytes of `storage`'s current (pending) value once the graph
   // has run, and may throw: deferred checks, such as index bounds, raise there. The
@@ -136,6 +142,7 @@ class DeferredGraph {
   struct Value {
     std::string name;
     hlo::TensorType type;
+    std::vector<int64_t> shape;  // a result's shape before flattening (see record())
   };
   struct Check {
     Value value;

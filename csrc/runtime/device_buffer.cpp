@@ -38,10 +38,12 @@ void DeviceStorage::set_buffer(pjrt::BufferPtr buffer, hlo::ElementType type) {
   buffer_ = std::move(buffer);
 }
 
-void DeviceStorage::set_pending(DeferredGraph* graph, std::string name, hlo::ElementType type) {
+void DeviceStorage::set_pending(DeferredGraph* graph, std::string name, hlo::ElementType type,
+                                const std::vector<int64_t>& shape) {
   set_type(type);
   graph_ = graph;
   pending_name_ = std::move(name);
+  pending_shape_ = shape;
   error_.clear();
   // The graph holds the old buffer while it is an operand; dropping ours lets it be donated.
   buffer_.reset();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hlo/types.h"
 #include "pjrt/buffer.h"
@@ -43,7 +44,10 @@ class DeviceStorage {
   // defer_and_fuse: the contents are the value `name` of `graph`.
   DeferredGraph* pending_graph() const { return graph_; }
   const std::string& pending_name() const { return pending_name_; }
-  void set_pending(DeferredGraph* graph, std::string name, hlo::ElementType type);
+  // The shape the pending value was flattened from (empty: unknown); see DeferredGraph.
+  const std::vector<int64_t>& pending_shape() const { return pending_shape_; }
+  void set_pending(DeferredGraph* graph, std::string name, hlo::ElementType type,
+                   const std::vector<int64_t>& shape = {});
   // Called by the graph when it has run (or failed: the error is raised by buffer()).
   void resolve(pjrt::BufferPtr buffer, hlo::ElementType type);
   void fail(const std::string& error);
@@ -58,6 +62,7 @@ class DeviceStorage {
   int64_t elements_ = 0;
   DeferredGraph* graph_ = nullptr;
   std::string pending_name_;
+  std::vector<int64_t> pending_shape_;
   std::string error_;
 };
 

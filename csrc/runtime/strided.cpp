@@ -183,7 +183,8 @@ Value write_strided(hlo::Builder& b, const Value& storage, const StridedView& vi
   return b.scatter_1d(storage, flat_indices(b, view), values);
 }
 
-Value dense_storage(hlo::Builder& b, const StridedView& view, const Value& values) {
+Value dense_storage(hlo::Builder& b, const StridedView& view, const Value& values,
+                    std::vector<int64_t>* shape) {
   std::vector<int64_t> order = memory_order(view);
   std::vector<int64_t> permutation = order;
   for (size_t d = 0; d < view.sizes.size(); ++d) {
@@ -191,7 +192,9 @@ Value dense_storage(hlo::Builder& b, const StridedView& view, const Value& value
       permutation.push_back(static_cast<int64_t>(d));  // size-1 dims: any position
     }
   }
-  return b.reshape(b.transpose(values, permutation), {view.numel()});
+  Value ordered = b.transpose(values, permutation);
+  if (shape != nullptr) *shape = ordered.dims();
+  return b.reshape(ordered, {view.numel()});
 }
 
 Value reinterpret(hlo::Builder& b, const Value& storage, ElementType type) {

@@ -35,8 +35,10 @@ hlo::Value write_strided(hlo::Builder& b, const hlo::Value& storage, const Strid
                          const hlo::Value& values);
 
 // The storage contents when `view` addresses every element of a storage exactly
-// once (covers_exactly): `values` laid out in memory order.
-hlo::Value dense_storage(hlo::Builder& b, const StridedView& view, const hlo::Value& values);
+// once (covers_exactly): `values` laid out in memory order. `shape`, if given, receives
+// the shape of that layout before it is flattened.
+hlo::Value dense_storage(hlo::Builder& b, const StridedView& view, const hlo::Value& values,
+                         std::vector<int64_t>* shape = nullptr);
 
 // The bytes of the 1-D `storage` seen as elements of `type` (a bit cast: what
 // Tensor.view(dtype) does). The byte length must divide evenly.
