@@ -300,9 +300,7 @@ def _fused_graph_results(directory):
     return results
 
 
-def test_graph_results_keep_their_shapes_and_read_back_as_storages(
-    deferred, tmp_path, monkeypatch
-):
+def test_graph_results_keep_their_shapes_and_read_back_as_storages(deferred, tmp_path, monkeypatch):
     # On XLA:CPU a graph returns each value in the shape it was computed in (in memory
     # order), not flattened: a flattened result is a second fusion of its producer, recomputed
     # with per-element index arithmetic. The storages still hold those bytes as 1-D contents.
