@@ -331,3 +331,46 @@ def test_opinfo_samples_replay_with_cpu_results():
             torch.testing.assert_close(
                 to_cpu(out), to_cpu(expected), rtol=1e-4, atol=1e-4, equal_nan=True, msg=name
             )
+
+
+def test_training_steps_without_syncs_donate_parameters_the_backward_still_reads():
+    # The optimizer graph donates the parameters that the forward and backward, maybe still
+    # running, read: its replay lets go of the references those executions keep (PJRT runs
+    # it after them) instead of waiting for them, so the host runs ahead. Results must be
+    # the CPU's, step after step, with no sync between steps.
+    torch.manual_seed(0)
+
+    def make():
+        return torch.nn.Sequential(
+            torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)
+        )
+
+    model_cpu, model = make(), make()
+    model.load_state_dict(model_cpu.state_dict())
+    model = model.to("tpu")
+    opt_cpu = torch.optim.AdamW(model_cpu.parameters(), lr=0.01)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+
+    def step(m, optimizer, x, y):
+        loss = F.mse_loss(m(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    compiled = torch.compile(step, backend="tpu")
+    batches = [(torch.randn(256, 64), torch.randn(256, 64)) for _ in range(8)]
+    losses_cpu = [step(model_cpu, opt_cpu, x, y) for x, y in batches]
+    for x, y in batches[:2]:  # record every graph
+        compiled(model, opt, x.to("tpu"), y.to("tpu"))
+    torch_tpu.sync()
+    before = native_ops()
+    losses = [compiled(model, opt, x.to("tpu"), y.to("tpu")) for x, y in batches[2:]]
+    torch_tpu.sync()
+    after = native_ops()
+    lowered = {op: n - before.get(op, 0) for op, n in after.items() if n != before.get(op)}
+    assert lowered == {"aten::fill_.Scalar": 6}, lowered  # loss.backward()'s seeds only
+    for loss, loss_cpu in zip(losses, losses_cpu[2:]):
+        torch.testing.assert_close(loss.cpu(), loss_cpu, rtol=1e-4, atol=1e-5)
+    for p, p_cpu in zip(model.parameters(), model_cpu.parameters()):
+        torch.testing.assert_close(p.cpu(), p_cpu, rtol=1e-4, atol=1e-5)

@@ -160,12 +160,14 @@ std::optional<std::vector<at::Tensor>> GraphReplay::replay(const Plan& plan,
   };
   // An execution that read the buffer may still hold it: one that has finished (small
   // ones are let go in batches), or one still running, such as the backward whose
-  // gradients this graph reads. Waiting for it costs less than lowering the graph again.
+  // gradients this graph reads. PJRT orders this graph after them, so they need not keep
+  // it; a buffer held by anything else (another tensor) is not donated: record instead.
   if (held_elsewhere()) {
-    runtime::Runtime& rt = runtime::Runtime::get();
-    if (!rt.release_finished_executions() || held_elsewhere()) {
-      rt.release_executions_when_finished();
+    std::vector<const pjrt::Buffer*> donated;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      if (recording.donated_to[i] >= 0) donated.push_back(parameters[i].get());
     }
+    runtime::Runtime::get().drop_retired_references(donated);
     if (held_elsewhere()) {
       restore();
       return std::nullopt;

@@ -127,6 +127,20 @@ void Runtime::release_executions_when_finished() {
   }
 }
 
+void Runtime::drop_retired_references(const std::vector<const pjrt::Buffer*>& buffers) {
+  std::vector<pjrt::BufferPtr> dropped;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  for (Retired& r : retired_) {
+    auto donated = [&](const pjrt::BufferPtr& input) {
+      return std::find(buffers.begin(), buffers.end(), input.get()) != buffers.end();
+    };
+    auto kept = std::stable_partition(r.inputs.begin(), r.inputs.end(),
+                                      [&](const pjrt::BufferPtr& b) { return !donated(b); });
+    std::move(kept, r.inputs.end(), std::back_inserter(dropped));
+    r.inputs.erase(kept, r.inputs.end());
+  }
+}
+
 void Runtime::release_finished(bool check_newest, std::vector<Retired>* released) {
   if (check_newest && !retired_.empty()) {
     Retired& newest = retired_.back();

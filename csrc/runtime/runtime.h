@@ -52,6 +52,12 @@ class Runtime {
   bool release_finished_executions();
   // Waits for every execution whose inputs are still held, and lets go of them.
   void release_executions_when_finished();
+  // Lets go of the references that unfinished executions' retired inputs hold to `buffers`,
+  // which the caller is about to donate to a new execution: PJRT orders a donating
+  // execution after every execution that reads the buffer, so the buffer needs no keeping
+  // alive, and the caller need not wait for those executions (as a compiled optimizer step
+  // would for the backward that reads its parameters).
+  void drop_retired_references(const std::vector<const pjrt::Buffer*>& buffers);
 
   // Remembers buffers still being computed, so synchronize() can wait for them.
   void track(const std::vector<pjrt::BufferPtr>& pending);
