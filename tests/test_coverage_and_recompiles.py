@@ -94,3 +94,40 @@ def test_view_offsets_are_run_time_operands_so_loops_compile_a_constant_number()
             assert torch.equal(x.cpu(), expected)
             torch.testing.assert_close(torch.stack(sums).cpu(), expected.sum(0))
         assert counts[1] <= counts[0] <= 8, (mode, counts)
+
+
+def test_compiled_graphs_take_input_views_at_run_time_offsets_and_their_own_at_constant_ones(
+    tmp_path, monkeypatch
+):
+    """A compiled function called on x[i] for every i compiles a constant number of
+    programs (the input's offset is a run-time operand); views the graph takes of values it
+    computes itself (q, k, v out of one projection) have constant offsets, which XLA reads in
+    place: the program pads and dynamically slices nothing."""
+    torch._dynamo.reset()
+
+    def double(row):
+        return row * 2
+
+    compiled = torch.compile(double, backend="tpu")
+    counts = []
+    for rows in (6, 30):
+        x = torch.randn(rows, rows + 1, device="tpu")
+        outs = []
+        counts.append(_programs_for(lambda: outs.extend(compiled(x[i]) for i in range(rows))))
+        torch.testing.assert_close(torch.stack(outs).cpu(), x.cpu() * 2)
+    assert counts[1] <= counts[0] <= 8, counts
+
+    def attention_inputs(h, w):
+        q, k, v = (h @ w).split(16, dim=-1)
+        heads = [t.reshape(4, 8, 2, 8).transpose(1, 2) for t in (q, k, v)]
+        return torch.softmax(heads[0] @ heads[1].transpose(-1, -2), -1) @ heads[2]
+
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    h, w = torch.randn(4, 8, 12), torch.randn(12, 48)
+    got = torch.compile(attention_inputs, backend="tpu")(h.to("tpu"), w.to("tpu"))
+    torch.testing.assert_close(got.cpu(), attention_inputs(h, w), rtol=1e-5, atol=1e-5)
+    graphs = [p.read_text() for p in tmp_path.iterdir() if "graph" in p.name]
+    assert graphs, sorted(p.name for p in tmp_path.iterdir())
+    for text in graphs:
+        assert "stablehlo.pad" not in text and "dynamic_slice" not in text
+    torch._dynamo.reset()

@@ -261,9 +261,16 @@ void GraphReplay::begin(const std::vector<GraphArgument>& args) {
   watch_.transfers = activity.transfers;
   watch_.fallbacks = activity.fallbacks;
   watch_.recordable = true;
+  for (const GraphArgument& arg : args) {
+    if (arg.tensor.defined() && !arg.tensor.is_cpu()) {
+      watch_.storages.push_back(storage_of(arg.tensor));
+    }
+  }
+  set_compiled_graph_inputs(&watch_.storages);
 }
 
 void GraphReplay::abandon() {
+  set_compiled_graph_inputs(nullptr);
   std::lock_guard<std::mutex> lock(mutex_);
   if (watcher_ != std::this_thread::get_id()) return;
   watcher_ = std::thread::id();
@@ -275,6 +282,7 @@ void GraphReplay::abandon() {
 
 int GraphReplay::finish(const std::vector<GraphArgument>& args,
                         const std::vector<at::Tensor>& outputs, std::string* why) {
+  set_compiled_graph_inputs(nullptr);
   std::lock_guard<std::mutex> lock(mutex_);
   if (watcher_ != std::this_thread::get_id()) {
     *why = "another thread was recording it";

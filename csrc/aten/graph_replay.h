@@ -114,6 +114,7 @@ class GraphReplay {
     // The arguments' buffers when the call began (identities only: holding them would
     // keep the recorded graph from donating them).
     std::vector<std::pair<PJRT_Buffer*, int>> buffers;
+    std::vector<runtime::DeviceStorage*> storages;  // the arguments' (set_compiled_graph_inputs)
     int64_t executions = 0, transfers = 0, fallbacks = 0;
   } watch_;
 };

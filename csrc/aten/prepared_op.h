@@ -61,6 +61,8 @@ class PreparedCall {
   // with a Program given this object).
   bool run();
 
+  // For Program: this call's program depends on more than its signature says; it is not kept.
+  void forgo() { eligible_ = false; }
   // For Program: the slot of a tensor (by identity) or of a storage, or -1.
   int tensor_slot(const at::Tensor& tensor) const;
   int storage_slot(const void* device_storage) const;

@@ -178,10 +178,32 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
   return builder_.convert(value, element_type(target));
 }
 
+namespace {
+thread_local const std::vector<runtime::DeviceStorage*>* compiled_graph_inputs = nullptr;
+
+bool computed_by_compiled_graph(const at::Tensor& tensor) {
+  if (compiled_graph_inputs == nullptr) return false;
+  runtime::DeviceStorage* storage = device_storage(tensor.storage());
+  return storage != nullptr && storage->pending_graph() != nullptr &&
+         std::find(compiled_graph_inputs->begin(), compiled_graph_inputs->end(), storage) ==
+             compiled_graph_inputs->end();
+}
+}  // namespace
+
+void set_compiled_graph_inputs(const std::vector<runtime::DeviceStorage*>* inputs) {
+  compiled_graph_inputs = inputs;
+}
+
 runtime::StridedView Program::with_offset_operand(const at::Tensor& tensor,
                                                   runtime::StridedView view) {
   // Offset 0 (most tensors) stays a constant; any other offset is passed at run time, so
   // x[i] for every i, a KV-cache write per step, a column x[:, j] ... share one program.
+  // A compiled graph's own intermediates keep theirs (see set_compiled_graph_inputs); a
+  // prepared call may not be kept for them, as its signature leaves offsets out.
+  if (view.offset != 0 && computed_by_compiled_graph(tensor)) {
+    if (prepared_ != nullptr) prepared_->forgo();
+    return view;
+  }
   if (view.offset != 0) {
     if (prepared_ != nullptr) {
       pending_source_ = {OperandSource::Kind::Offset, prepared_->tensor_slot(tensor)};

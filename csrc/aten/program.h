@@ -114,6 +114,13 @@ class Program {
   std::vector<Operand> operands_;
 };
 
+// While this thread records a compiled graph (GraphReplay::begin to finish), `inputs` are
+// its arguments' storages, else null. A view of a storage the graph itself computes then
+// keeps its offset as a constant, not a run-time operand: the graph takes the same views
+// every call, and XLA turns a constant slice into plain indexing, where a run-time one
+// needs the storage padded and copied first (the attention's q, k, v split).
+void set_compiled_graph_inputs(const std::vector<runtime::DeviceStorage*>* inputs);
+
 // The bytes of `value` as one element of `type`, as the device stores it.
 std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarType type);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -153,17 +154,40 @@ Value read_strided(hlo::Builder& b, const Value& storage, const StridedView& vie
   const int64_t length = view.sizes[outer] * view.strides[outer];
   int64_t last = 0;  // the view's last element, relative to the offset
   for (int64_t d : order) last += (view.sizes[d] - 1) * view.strides[d];
-  Value range = storage_range(b, storage, view, length, length - (last + 1));
   std::vector<int64_t> box{view.sizes[outer]};
   for (size_t i = 1; i < order.size(); ++i) {
     box.push_back(view.strides[order[i - 1]] / view.strides[order[i]]);
   }
   box.push_back(view.strides[order.back()]);
-  Value boxed = b.reshape(range, box);
   std::vector<int64_t> start(box.size(), 0), limit, step(box.size(), 1);
   for (int64_t d : order) limit.push_back(view.sizes[d]);
   limit.push_back(1);
   std::vector<int64_t> compact_dims(limit.begin(), limit.end() - 1);
+  // A constant offset that fits inside the box (q, k and v of one projection: offsets
+  // within a row) becomes the box's corner, and the range starts at a row: no padding,
+  // which XLA would otherwise fill as a copy of the storage.
+  std::optional<int64_t> first;
+  if (!view.offset_operand.has_value()) {
+    int64_t rest = view.offset % view.strides[outer];
+    first = view.offset - rest;
+    bool fits = *first + length <= storage.dims().at(0);
+    for (size_t i = 1; i <= order.size(); ++i) {
+      const int64_t stride = i < order.size() ? view.strides[order[i]] : 1;
+      start[i] = rest / stride;
+      rest %= stride;
+      fits = fits && start[i] + limit[i] <= box[i];
+    }
+    if (!fits) {
+      first.reset();
+      std::fill(start.begin(), start.end(), 0);
+    }
+  }
+  if (first.has_value()) {
+    for (size_t i = 1; i < limit.size(); ++i) limit[i] += start[i];
+  }
+  Value range = first.has_value() ? b.slice(storage, {*first}, {*first + length}, {1})
+                                  : storage_range(b, storage, view, length, length - (last + 1));
+  Value boxed = b.reshape(range, box);
   Value compact = b.reshape(b.slice(boxed, start, limit, step), compact_dims);
   return expand_to_view(b, compact, view, order);
 }
