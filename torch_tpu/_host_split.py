@@ -65,6 +65,11 @@ def _upload(values: list[torch.Tensor], device: torch.device) -> list[torch.Tens
     return copies  # type: ignore[return-value]
 
 
+def _read_later(node: Node, copies: list[Node], outputs: list[Any]) -> bool:
+    """Whether a host op's value is read after the host part: by a copy, or as an output."""
+    return any(u in copies for u in node.users) or ("host", node) in outputs
+
+
 def _mutates(node: Node) -> bool:
     schema = getattr(node.target, "_schema", None)
     return schema is not None and schema.is_mutable
@@ -75,7 +80,9 @@ class HostSplit:
 
     def __init__(
         self,
+        root: GraphModule,
         placeholders: list[Node],
+        host_args: set[Node],
         host_ops: list[Node],
         copies: list[Node],
         uploads: list[Node],
@@ -83,29 +90,39 @@ class HostSplit:
         outputs: list[Any],
     ) -> None:
         self._placeholders = placeholders
-        self._host_ops = host_ops
+        # Which arguments are CPU tensors (Dynamo guards each argument's device).
+        self._on_host = [n in host_args for n in placeholders]
         self._copies = copies
         self._uploads = uploads
         self.device_graph = device_graph
         # Per output of the original graph: ("device", i), ("host", node) or ("constant", v).
         self._outputs = outputs
+        # The host part as generated Python code (an optimizer's is a few hundred scalar
+        # ops and getitems a step: interpreting them node by node cost as much again).
+        wanted = [n for n in host_ops if n in uploads or _read_later(n, copies, outputs)]
+        self._host_results = wanted
+        host = Graph()
+        env: dict[Node, Node] = {n: host.placeholder(n.name) for n in placeholders}
+        for node in host_ops:
+            env[node] = host.node_copy(node, env.__getitem__)
+        host.output(tuple(env[n] for n in wanted))
+        self._host_part = GraphModule(root, host)
 
     def run(self, args: Sequence[Any], run_device: Callable[[list[Any]], Any]) -> list[Any]:
         """The original graph's outputs for `args`: the host part here, the device graph
         through `run_device` (called with the arguments and the copied host values)."""
         env: dict[Node, Any] = dict(zip(self._placeholders, args))
+        env.update(zip(self._host_results, self._host_part(*args)))
 
         def evaluate(node: Node) -> Any:
             call_args, call_kwargs = map_arg((node.args, node.kwargs), env.__getitem__)
             return node.target(*call_args, **call_kwargs)
 
-        for node in self._host_ops:
-            env[node] = evaluate(node)
         device = next(a.device for a in args if _on_tpu(a))
         uploaded = _upload([env[node] for node in self._uploads], device)
         # The device graph reads no CPU argument itself (None keeps it out of the replay's
         # signature); it reads the copies of the host values it needs.
-        device_args = [None if _on_cpu(a) else a for a in args]
+        device_args = [None if cpu else a for a, cpu in zip(args, self._on_host)]
         device_outputs = run_device([*device_args, *uploaded])
         for node in self._copies:
             env[node] = evaluate(node)
@@ -128,6 +145,7 @@ def split(gm: GraphModule, args: Sequence[Any]) -> HostSplit | None:
     if len(placeholders) != len(args):
         return None
     host: set[Node] = {n for n, a in zip(placeholders, args) if _on_cpu(a)}
+    host_args = set(host)
     if not host or not any(_on_tpu(a) for a in args):
         return None
     host_ops: list[Node] = []
@@ -183,4 +201,6 @@ def split(gm: GraphModule, args: Sequence[Any]) -> HostSplit | None:
         else:
             outputs.append(("constant", value))
     device.output(tuple(device_results))
-    return HostSplit(placeholders, host_ops, copies, uploads, GraphModule(gm, device), outputs)
+    return HostSplit(
+        gm, placeholders, host_args, host_ops, copies, uploads, GraphModule(gm, device), outputs
+    )
