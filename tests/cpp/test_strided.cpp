@@ -71,6 +71,28 @@ TEST(Strided, ReadMatchesReferenceIndexing) {
   }
 }
 
+// Views at a constant offset inside the box their strides make (a column block of rows,
+// q/k/v out of one projection) read the storage from a row on, with no padding; the last one
+// reaches past the storage's end from its first row and takes the padded range.
+TEST(Strided, ConstantOffsetsInsideTheBoxReadWithoutPadding) {
+  std::vector<float> values = storage_values();
+  const std::vector<std::pair<StridedView, bool>> cases = {
+      {{{4, 2}, {6, 1}, 3}, false},  {{{2, 2, 2}, {12, 3, 1}, 4}, false},
+      {{{3, 2}, {1, 6}, 8}, false},  {{{6}, {4}, 3}, false},
+      {{{2, 2}, {12, 2}, 13}, true},
+  };
+  for (const auto& [view, padded] : cases) {
+    hlo::Builder b;
+    hlo::Value storage = b.parameter(TensorType{ElementType::F32, {kStorage}});
+    hlo::Value result = read_strided(b, storage, view);
+    std::vector<float> expected;
+    for (int64_t i : reference_indices(view)) expected.push_back(values[i]);
+    EXPECT_EQ(run(b, result, values), expected) << "offset " << view.offset;
+    const bool pads = b.module_text({result}).find("stablehlo.pad") != std::string::npos;
+    EXPECT_EQ(pads, padded) << "offset " << view.offset;
+  }
+}
+
 TEST(Strided, WriteMatchesReferenceScatter) {
   std::vector<float> values = storage_values();
   for (const StridedView& view : kViews) {
