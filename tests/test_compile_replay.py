@@ -365,9 +365,12 @@ def test_training_steps_without_syncs_donate_parameters_the_backward_still_reads
         compiled(model, opt, x.to("tpu"), y.to("tpu"))
     torch_tpu.sync()
     before = native_ops()
+    dropped = _C._retired_references_dropped()
     losses = [compiled(model, opt, x.to("tpu"), y.to("tpu")) for x, y in batches[2:]]
+    dropped = _C._retired_references_dropped() - dropped
     torch_tpu.sync()
     after = native_ops()
+    assert dropped > 0  # some parameter was donated while an execution still held it
     lowered = {op: n - before.get(op, 0) for op, n in after.items() if n != before.get(op)}
     assert lowered == {"aten::fill_.Scalar": 6}, lowered  # loss.backward()'s seeds only
     for loss, loss_cpu in zip(losses, losses_cpu[2:]):

@@ -99,22 +99,32 @@ def test_view_offsets_are_run_time_operands_so_loops_compile_a_constant_number()
 def test_compiled_graphs_take_input_views_at_run_time_offsets_and_their_own_at_constant_ones(
     tmp_path, monkeypatch
 ):
-    """A compiled function called on x[i] for every i compiles a constant number of
-    programs (the input's offset is a run-time operand); views the graph takes of values it
-    computes itself (q, k, v out of one projection) have constant offsets, which XLA reads in
-    place: the program pads and dynamically slices nothing."""
+    """A compiled function called on rows x[i], x[i + 1] of one tensor for every i compiles a
+    constant number of programs: the inputs' offsets stay run-time operands, also where the
+    graph reads an input's storage it has already written (the second row's, after the first
+    row's write). Views the graph takes of values it computes itself (q, k, v out of one
+    projection) have constant offsets, which XLA reads in place: the program pads and
+    dynamically slices nothing."""
     torch._dynamo.reset()
 
-    def double(row):
-        return row * 2
+    def bump_two_rows(first, second):
+        first.add_(1.0)
+        second.mul_(2.0)
 
-    compiled = torch.compile(double, backend="tpu")
+    compiled = torch.compile(bump_two_rows, backend="tpu")
     counts = []
     for rows in (6, 30):
         x = torch.randn(rows, rows + 1, device="tpu")
-        outs = []
-        counts.append(_programs_for(lambda: outs.extend(compiled(x[i]) for i in range(rows))))
-        torch.testing.assert_close(torch.stack(outs).cpu(), x.cpu() * 2)
+        expected = x.cpu()
+        for i in range(rows - 1):
+            bump_two_rows(expected[i], expected[i + 1])
+
+        def loop():
+            for i in range(rows - 1):
+                compiled(x[i], x[i + 1])
+
+        counts.append(_programs_for(loop))
+        torch.testing.assert_close(x.cpu(), expected)
     assert counts[1] <= counts[0] <= 8, counts
 
     def attention_inputs(h, w):

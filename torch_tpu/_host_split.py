@@ -161,8 +161,8 @@ def split(gm: GraphModule, args: Sequence[Any]) -> HostSplit | None:
         if all(i in host for i in node.all_input_nodes) and _on_cpu(val):
             if node.target is _COPY and node.args[0] in placeholders:
                 copies.append(node)
-            elif _mutates(node):
-                return None
+            elif _mutates(node) or any(i in copies for i in node.all_input_nodes):
+                return None  # a host op after a copy reads its result: keep the original order
             else:
                 host_ops.append(node)
             host.add(node)

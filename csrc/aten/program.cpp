@@ -179,19 +179,24 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
 }
 
 namespace {
-thread_local const std::vector<runtime::DeviceStorage*>* compiled_graph_inputs = nullptr;
+// A copy (not a pointer into the recorder's state), so nothing dangles if a recording
+// ends without finish() or abandon().
+thread_local bool recording_compiled_graph = false;
+thread_local std::vector<runtime::DeviceStorage*> compiled_graph_inputs;
 
 bool computed_by_compiled_graph(const at::Tensor& tensor) {
-  if (compiled_graph_inputs == nullptr) return false;
+  if (!recording_compiled_graph) return false;
   runtime::DeviceStorage* storage = device_storage(tensor.storage());
   return storage != nullptr && storage->pending_graph() != nullptr &&
-         std::find(compiled_graph_inputs->begin(), compiled_graph_inputs->end(), storage) ==
-             compiled_graph_inputs->end();
+         std::find(compiled_graph_inputs.begin(), compiled_graph_inputs.end(), storage) ==
+             compiled_graph_inputs.end();
 }
 }  // namespace
 
 void set_compiled_graph_inputs(const std::vector<runtime::DeviceStorage*>* inputs) {
-  compiled_graph_inputs = inputs;
+  recording_compiled_graph = inputs != nullptr;
+  compiled_graph_inputs.assign(inputs != nullptr ? inputs->begin() : compiled_graph_inputs.end(),
+                               inputs != nullptr ? inputs->end() : compiled_graph_inputs.end());
 }
 
 runtime::StridedView Program::with_offset_operand(const at::Tensor& tensor,
@@ -252,8 +257,8 @@ void Program::write(const at::Tensor& out, const hlo::Value& value) {
   size_t element_bytes = hlo::byte_size(type);
   int64_t elements = static_cast<int64_t>(state.storage->nbytes() / element_bytes);
   if (state.storage->nbytes() % element_bytes == 0 && view.covers_exactly(elements)) {
-    // Only XLA:CPU gains from the shape (see DeferredGraph::record): on a TPU the
-    // flattening is a relayout, and the barrier would add one.
+    // Only XLA:CPU gets the shape (see DeferredGraph::record): it checks only the byte
+    // size of a parameter's buffer, and on a TPU an N-d result would be a relayout.
     state.value =
         runtime::dense_storage(builder_, view, shaped, on_xla_cpu() ? &state.shape : nullptr);
   } else {

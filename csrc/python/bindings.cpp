@@ -158,6 +158,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_metrics_snapshot", &metrics_snapshot);
   m.def("_metrics_reset", [] { runtime::metrics().reset(); });
   m.def("_compiled_program_count", [] { return runtime::Runtime::get().programs().size(); });
+  // How many buffer references drop_retired_references let go of (for tests).
+  m.def("_retired_references_dropped",
+        [] { return runtime::Runtime::get().retired_references_dropped(); });
   m.def("_max_programs", [] { return runtime::Runtime::get().programs().max_programs(); });
   m.def("_set_max_programs",
         [](size_t count) { runtime::Runtime::get().programs().set_max_programs(count); });

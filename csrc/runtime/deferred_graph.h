@@ -78,10 +78,10 @@ class DeferredGraph {
   // number of ops now pending. `callees` are the functions `function` calls (see
   // hlo::Builder::call); the graph's module holds each of them once. `shapes`, where
   // given, are the shapes the function flattened its results from (empty: unknown): a
-  // result still pending at the flush is returned through an optimization barrier in
-  // that shape, so XLA computes it once, in the shape its other readers use, instead of
-  // fusing its producer into the flattening (on XLA:CPU such a fusion is computed
-  // again per reader, with per-element index arithmetic).
+  // result still pending at the flush is returned in that shape (its bytes are the same),
+  // so XLA need not fuse its producer into a flattening (on XLA:CPU such a fusion is a
+  // second copy of the producer, computed with per-element index arithmetic). Only
+  // XLA:CPU takes a buffer of another shape but the same size as a 1-D parameter.
   int64_t record(const std::string& function, const std::vector<Argument>& arguments,
                  const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs,
                  const std::vector<hlo::Callee>& callees = {},

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "pjrt/error.h"
 #include "runtime/memory.h"
@@ -128,14 +129,14 @@ void Runtime::release_executions_when_finished() {
 }
 
 void Runtime::drop_retired_references(const std::vector<const pjrt::Buffer*>& buffers) {
+  const std::unordered_set<const pjrt::Buffer*> given(buffers.begin(), buffers.end());
   std::vector<pjrt::BufferPtr> dropped;  // destroyed outside the lock
   std::lock_guard<std::mutex> lock(pending_mutex_);
   for (Retired& r : retired_) {
-    auto donated = [&](const pjrt::BufferPtr& input) {
-      return std::find(buffers.begin(), buffers.end(), input.get()) != buffers.end();
-    };
+    auto donated = [&](const pjrt::BufferPtr& input) { return given.count(input.get()) != 0; };
     auto kept = std::stable_partition(r.inputs.begin(), r.inputs.end(),
                                       [&](const pjrt::BufferPtr& b) { return !donated(b); });
+    retired_references_dropped_ += r.inputs.end() - kept;
     std::move(kept, r.inputs.end(), std::back_inserter(dropped));
     r.inputs.erase(kept, r.inputs.end());
   }

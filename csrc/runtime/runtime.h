@@ -1,5 +1,6 @@
 #pragma once
 // The process-wide runtime: one PJRT plugin, its client and the program cache.
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -58,6 +59,8 @@ class Runtime {
   // alive, and the caller need not wait for those executions (as a compiled optimizer step
   // would for the backward that reads its parameters).
   void drop_retired_references(const std::vector<const pjrt::Buffer*>& buffers);
+  // How many references drop_retired_references has let go of in this process.
+  int64_t retired_references_dropped() const { return retired_references_dropped_.load(); }
 
   // Remembers buffers still being computed, so synchronize() can wait for them.
   void track(const std::vector<pjrt::BufferPtr>& pending);
@@ -99,6 +102,7 @@ class Runtime {
   // event first where `check_newest`). Called with pending_mutex_ held.
   void release_finished(bool check_newest, std::vector<Retired>* released);
   std::deque<Retired> retired_;
+  std::atomic<int64_t> retired_references_dropped_{0};
   // A batch of small executions: at most this many, holding at most this many bytes.
   static constexpr size_t kRetiredBatch = 16;
   static constexpr size_t kRetiredBatchBytes = size_t(1) << 20;
