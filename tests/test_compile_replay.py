@@ -215,10 +215,15 @@ def test_a_cpu_scalar_argument_is_copied_in_and_the_graph_replays():
         torch.testing.assert_close(out.cpu(), torch.full((3,), float(step * step + 1)))
 
 
-def optimizer_step_setup(optimizer_class, **options):
+def optimizer_step_setup(optimizer_class, widths=(6, 12, 3), activation=torch.nn.Tanh, **options):
     torch.manual_seed(0)
-    model_cpu = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3))
-    model = torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 3))
+
+    def make():
+        return torch.nn.Sequential(
+            torch.nn.Linear(widths[0], widths[1]), activation(), torch.nn.Linear(*widths[1:])
+        )
+
+    model_cpu, model = make(), make()
     model.load_state_dict(model_cpu.state_dict())
     model = model.to("tpu")
     opt_cpu = optimizer_class(model_cpu.parameters(), lr=0.01, **options)
@@ -338,28 +343,11 @@ def test_training_steps_without_syncs_donate_parameters_the_backward_still_reads
     # running, read: its replay lets go of the references those executions keep (PJRT runs
     # it after them) instead of waiting for them, so the host runs ahead. Results must be
     # the CPU's, step after step, with no sync between steps.
-    torch.manual_seed(0)
-
-    def make():
-        return torch.nn.Sequential(
-            torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)
-        )
-
-    model_cpu, model = make(), make()
-    model.load_state_dict(model_cpu.state_dict())
-    model = model.to("tpu")
-    opt_cpu = torch.optim.AdamW(model_cpu.parameters(), lr=0.01)
-    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
-
-    def step(m, optimizer, x, y):
-        loss = F.mse_loss(m(x), y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        return loss
-
+    model_cpu, model, opt_cpu, opt, step = optimizer_step_setup(
+        torch.optim.AdamW, widths=(64, 256, 64), activation=torch.nn.GELU
+    )
     compiled = torch.compile(step, backend="tpu")
-    batches = [(torch.randn(256, 64), torch.randn(256, 64)) for _ in range(8)]
+    batches = [(torch.randn(256, 64), torch.randint(0, 64, (256,))) for _ in range(8)]
     losses_cpu = [step(model_cpu, opt_cpu, x, y) for x, y in batches]
     for x, y in batches[:2]:  # record every graph
         compiled(model, opt, x.to("tpu"), y.to("tpu"))

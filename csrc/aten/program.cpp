@@ -398,14 +398,13 @@ void Program::prepare(std::shared_ptr<pjrt::Executable> executable,
 void Program::run_deferred(const std::vector<hlo::Value>& results,
                            const std::vector<StorageState*>& written) {
   std::string function = builder_.function_text("private @op", results);
+  std::vector<std::vector<int64_t>> shapes;
+  for (const StorageState* state : written) shapes.push_back(state->shape);
   if (prepared_ != nullptr) {
     std::vector<hlo::TensorType> types;
-    std::vector<std::vector<int64_t>> shapes;
     for (const hlo::Value& result : results) types.push_back(result.type);
-    for (const StorageState* state : written) shapes.push_back(state->shape);
     prepared_->prepare_deferred(function, builder_.callees(), prepared_operands(),
-                                prepared_outputs(written, results), std::move(types),
-                                std::move(shapes));
+                                prepared_outputs(written, results), std::move(types), shapes);
   }
   std::vector<runtime::DeferredGraph::Argument> arguments;
   for (Operand& operand : operands_) {
@@ -414,10 +413,8 @@ void Program::run_deferred(const std::vector<hlo::Value>& results,
     arguments.push_back({storage, std::move(operand.bytes), operand.parameter, operand.random_key});
   }
   std::vector<std::pair<runtime::DeviceStorage*, hlo::TensorType>> outputs;
-  std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < written.size(); ++i) {
     outputs.emplace_back(written[i]->storage, results[i].type);
-    shapes.push_back(written[i]->shape);
   }
   runtime::DeferredGraph& graph = runtime::Runtime::get().deferred_graph(device_);
   int64_t pending = graph.record(function, arguments, outputs, builder_.callees(), shapes);
