@@ -1,7 +1,7 @@
 """Shared pytest setup for torch_tpu's Python tests: makes the repository importable,
 points the disk compile cache at a temporary directory (never the user's ~/.cache; it
-is warm across test files and removed at exit), and imports torch_tpu once, so every
-test file sees the ``tpu`` device."""
+is warm across test files and removed at exit), gives the CPU plugin 4 devices, and imports
+torch_tpu once, so every test file sees the ``tpu`` device."""
 
 import atexit
 import os
@@ -12,6 +12,9 @@ import tempfile
 _CACHE_DIR = tempfile.mkdtemp(prefix="torch_tpu_test_cache_")
 os.environ["TORCH_TPU_CACHE_DIR"] = _CACHE_DIR
 atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
+# The multi-device tests need 4 devices whatever the machine's core count (by default the CPU
+# plugin has one per core, at most 4); tests of the default clear this in their subprocess.
+os.environ.setdefault("TORCH_TPU_CPU_DEVICES", "4")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

@@ -166,6 +166,28 @@ def test_cpu_device_count_is_configurable(tmp_path):
     assert "ValueError: TORCH_TPU_CPU_DEVICES='many'" in run.stderr
 
 
+def test_cpu_device_count_defaults_to_one_per_core_up_to_four(tmp_path):
+    # More devices than cores would start more XLA worker threads than cores (the plugin
+    # runs max(cores, devices)): by default there is one device per usable core, at most 4.
+    script = "import torch, torch_tpu; print(torch.tpu.device_count())"
+    environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(tmp_path))
+    environment.pop("TORCH_TPU_CPU_DEVICES", None)
+    cores = sorted(os.sched_getaffinity(0))
+    for allowed in (cores[:1], cores):
+        run = subprocess.run(
+            [sys.executable, "-c", script],
+            env=environment,
+            capture_output=True,
+            text=True,
+            preexec_fn=lambda allowed=allowed: os.sched_setaffinity(0, allowed),
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.split() == [str(min(4, len(allowed)))]
+    from torch_tpu import _plugin
+
+    assert [_plugin.default_cpu_devices(n) for n in (1, 2, 3, 4, 5, 64)] == [1, 2, 3, 4, 4, 4]
+
+
 def flip_a_byte(data):
     middle = len(data) // 2
     return data[:middle] + bytes([data[middle] ^ 0x40]) + data[middle + 1 :]

@@ -87,13 +87,34 @@ def find_plugin() -> tuple[str, str]:
     )
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_cpu_devices(cores: int) -> int:
+    """The CPU plugin's ``tpu`` device count when nothing sets it: one per core, at most 4
+    (a TPU VM host's chip count).
+
+    The plugin runs max(cores, devices) XLA worker threads: more devices than cores would
+    add threads that spin beside Python on cores already busy (4 devices on 2 cores made
+    the compiled GPT step about 12% slower than 2).
+
+    >>> [default_cpu_devices(cores) for cores in (1, 2, 3, 4, 64)]
+    [1, 2, 3, 4, 4]
+    """
+    return max(1, min(4, cores))
+
+
 def client_options(platform: str) -> list[tuple[str, int]]:
     """Options for creating the PJRT client of ``platform``.
 
     On the CPU plugin, ``TORCH_TPU_CPU_DEVICES`` sets how many ``tpu`` devices there
-    are (default 4; under torchrun, LOCAL_WORLD_SIZE). The plugin runs max(cores,
-    devices) XLA worker threads, so on a machine with fewer cores than devices, fewer
-    devices leave more of the CPU to Python.
+    are; under torchrun, LOCAL_WORLD_SIZE; otherwise one per usable core, at most 4
+    (default_cpu_devices).
 
     >>> client_options("tpu")
     []
@@ -103,8 +124,10 @@ def client_options(platform: str) -> list[tuple[str, int]]:
         # Under torchrun, one device per local rank: each rank uses its own, and
         # ranks x devices XLA worker threads must not swamp the host.
         text = os.environ.get("LOCAL_WORLD_SIZE", "").strip() if "LOCAL_RANK" in os.environ else ""
-    if platform != "cpu" or not text:
+    if platform != "cpu":
         return []
+    if not text:
+        return [("cpu_device_count", default_cpu_devices(usable_cores()))]
     try:
         count = int(text)
     except ValueError:
