@@ -188,6 +188,27 @@ def test_cpu_device_count_defaults_to_one_per_core_up_to_four(tmp_path):
     assert [_plugin.default_cpu_devices(n) for n in (1, 2, 3, 4, 5, 64)] == [1, 2, 3, 4, 4, 4]
 
 
+def test_host_heap_keeps_device_buffers_on_the_cpu_platform(tmp_path):
+    # XLA:CPU's buffers live in the malloc heap: glibc is tuned so a step's freed buffers
+    # are reused instead of being returned and faulted in again; the variable turns it off
+    # and a bad value is named.
+    script = "import torch, torch_tpu; print(torch_tpu._C._host_heap_tuned())"
+    environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(tmp_path))
+    for value, expected in (("", "True"), ("1", "True"), ("0", "False")):
+        environment["TORCH_TPU_HOST_HEAP_TUNING"] = value
+        run = subprocess.run(
+            [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.split() == [expected]
+    environment["TORCH_TPU_HOST_HEAP_TUNING"] = "yes"
+    run = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+    )
+    assert run.returncode != 0
+    assert "TORCH_TPU_HOST_HEAP_TUNING must be 0 or 1, got 'yes'" in run.stderr
+
+
 def flip_a_byte(data):
     middle = len(data) // 2
     return data[:middle] + bytes([data[middle] ^ 0x40]) + data[middle + 1 :]

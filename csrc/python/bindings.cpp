@@ -13,6 +13,7 @@
 #include "aten/ops.h"
 #include "distributed/c10d_key_value_store.h"
 #include "host_kernels/matmul.h"
+#include "runtime/host_heap.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
@@ -130,6 +131,7 @@ PYBIND11_MODULE(_C, m) {
     return info;
   });
   m.def("_is_initialized", &runtime::Runtime::is_initialized);
+  m.def("_host_heap_tuned", &runtime::host_heap_tuned);
   m.def("_host_matmul_installed", &host_kernels::host_matmul_installed);
   m.def("_host_matmul_enabled", &host_kernels::host_matmul_enabled);
   m.def("_set_host_matmul_enabled", &host_kernels::set_host_matmul_enabled);

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "pjrt/error.h"
+#include "runtime/host_heap.h"
 #include "runtime/memory.h"
 
 namespace tpu::runtime {
@@ -68,6 +69,7 @@ Runtime& Runtime::initialize(const std::string& plugin_path,
   }
   auto runtime = std::unique_ptr<Runtime>(
       new Runtime(pjrt::Plugin::load(plugin_path), options, std::move(job)));
+  if (runtime->client().platform_name() == "cpu") tune_host_heap_for_device_buffers();
   instance = runtime.release();
   return *instance;
 }

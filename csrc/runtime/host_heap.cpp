@@ -1,0 +1,49 @@
+#include "runtime/host_heap.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace tpu::runtime {
+
+namespace {
+
+constexpr int kMiB = 1 << 20;
+std::atomic<bool> tuned{false};
+
+bool enabled_by_environment() {
+  const char* value = std::getenv("TORCH_TPU_HOST_HEAP_TUNING");
+  if (value == nullptr || *value == '\0') return true;
+  const std::string v(value);
+  if (v == "0") return false;
+  if (v == "1") return true;
+  throw std::invalid_argument("TORCH_TPU_HOST_HEAP_TUNING must be 0 or 1, got '" + v + "'");
+}
+
+}  // namespace
+
+bool tune_host_heap_for_device_buffers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!enabled_by_environment()) return;
+#if defined(__GLIBC__)
+    // A fixed mmap threshold also stops glibc from moving it (and the trim threshold
+    // with it) as buffers are freed.
+    const bool applied = mallopt(M_MMAP_THRESHOLD, 32 * kMiB) == 1 &&
+                         mallopt(M_TRIM_THRESHOLD, 256 * kMiB) == 1 &&
+                         mallopt(M_TOP_PAD, 64 * kMiB) == 1;
+    tuned = applied;
+#endif
+  });
+  return tuned;
+}
+
+bool host_heap_tuned() { return tuned; }
+
+}  // namespace tpu::runtime
