@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_tpu
-from torch_tpu import _C
+from torch_tpu import _C, _host_split
 
 
 def counts():
@@ -251,6 +251,7 @@ def test_an_optimizer_with_cpu_step_counts_replays_its_device_part(optimizer_cla
     model_cpu, model, opt_cpu, opt, step = optimizer_step_setup(optimizer_class, **options)
     compiled = torch.compile(step, backend="tpu")
     lowered = []
+    shared_before = _host_split.stats["shared"]
     for _ in range(5):
         x, y = torch.randn(10, 6), torch.randint(0, 3, (10,))
         loss_cpu = step(model_cpu, opt_cpu, x, y)
@@ -273,6 +274,36 @@ def test_an_optimizer_with_cpu_step_counts_replays_its_device_part(optimizer_cla
     # the eager fill of loss.backward()'s seed.
     assert sum(lowered[0].values()) > 10
     assert lowered[-2:] == [{"aten::fill_.Scalar": 1}] * 2, lowered
+    if optimizer_class is not torch.optim.SGD:
+        # The parameters' step counts are equal: their scalar math ran once per step.
+        assert _host_split.stats["shared"] - shared_before >= 4
+
+
+def test_host_math_on_equal_cpu_scalars_runs_once_and_stays_right_when_they_differ():
+    # The first call's CPU scalars are equal, so the host part gets a shared version (one
+    # lane of each foreach op); a later call with unequal scalars, or zeros of different
+    # signs, must run the full one.
+    def f(x, steps):
+        bumped = torch._foreach_add(steps, 1)
+        scales = torch._foreach_mul(torch._foreach_reciprocal(steps), 2)
+        return [x * b + x * s for b, s in zip(bumped, scales)]
+
+    compiled = torch.compile(f, backend="tpu")
+    x = torch.arange(1.0, 5.0)
+    runs = []
+    for values in ([3.0, 3.0, 3.0], [3.0, 4.0, 3.0], [0.0, -0.0, 0.0], [5.0, 5.0, 5.0]):
+        steps = [torch.tensor(v) for v in values]
+        before = dict(_host_split.stats)
+        outs = compiled(x.to("tpu"), steps)
+        runs.append({k: _host_split.stats[k] - before[k] for k in before})
+        for out, expected in zip(outs, f(x, steps)):
+            torch.testing.assert_close(out.cpu(), expected)
+    assert runs == [
+        {"shared": 1, "full": 0},
+        {"shared": 0, "full": 1},
+        {"shared": 0, "full": 1},
+        {"shared": 1, "full": 0},
+    ]
 
 
 def test_a_graph_writing_a_cpu_tensor_from_device_values_is_not_split():

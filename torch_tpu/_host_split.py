@@ -13,6 +13,13 @@ values), and the whole graph is lowered again on every call.
 - the *device graph*: the rest, with one new input per host value it reads. Those values
   are copied to the device before it runs, so it has tpu arguments only and replays.
 
+An optimizer keeps one step count per parameter, all equal unless some parameters skipped
+steps, and its host part repeats the same scalar math on each. Where CPU scalar arguments
+were equal when the graph was split, the host part also gets a *shared* version that
+computes that math once per class of equal arguments (common subexpressions over the
+class's representative); each call checks the classes still hold and runs the shared
+version, or else the full one.
+
 Copies into CPU inputs (the functionalized ``step += 1``) run after the device graph, where
 the original graph had them: the device graph reads the values from before them. A graph
 that writes a CPU tensor from device values, or whose nodes carry no fake-tensor metadata
@@ -23,6 +30,8 @@ that writes a CPU tensor from device values, or whose nodes carry no fake-tensor
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,6 +84,121 @@ def _mutates(node: Node) -> bool:
     return schema is not None and schema.is_mutable
 
 
+def _scalar_key(value: Any) -> Any:
+    """What makes two 0-d CPU tensors interchangeable in the host part: dtype and value,
+    with the sign of a zero (NaN never matches, so its class does not hold); None for
+    anything else."""
+    if not isinstance(value, torch.Tensor) or value.dim() != 0 or value.is_complex():
+        return None
+    item = value.item()
+    sign = math.copysign(1.0, item) if isinstance(item, float) else 0.0
+    return (value.dtype, item, sign)
+
+
+def _equal_classes(placeholders: list[Node], args: Sequence[Any], host_args: set[Node]):
+    """Indices of the CPU scalar arguments, grouped by equal value (groups of two or more)."""
+    groups: dict[Any, list[int]] = {}
+    for i, (node, arg) in enumerate(zip(placeholders, args)):
+        key = _scalar_key(arg) if node in host_args else None
+        if key is not None and key[1] == key[1]:  # NaN never equals itself
+            groups.setdefault(key, []).append(i)
+    return [members for members in groups.values() if len(members) > 1]
+
+
+def _hashable(value: Any, rename: Callable[[Node], Node]) -> Any:
+    """`value` (a node argument) with nodes renamed, as a hashable key; raises TypeError
+    where it cannot be hashed."""
+    if isinstance(value, Node):
+        return ("node", rename(value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_hashable(v, rename) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _hashable(v, rename)) for k, v in value.items())))
+    if isinstance(value, float):
+        return ("float", value.hex())  # 0.0 and -0.0 differ
+    hash(value)
+    return (type(value).__name__, value)
+
+
+def _is_foreach(node: Node) -> bool:
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and schema.name.startswith("aten::_foreach_")
+
+
+def _one_lane(args: Any, rename: Callable[[Node], Node]) -> Any:
+    """A foreach op's arguments with each list cut to its first element, where every list
+    holds one value throughout (after renaming); None where some list varies."""
+    collapsed = []
+    for arg in args:
+        if isinstance(arg, (list, tuple)) and len(arg) > 1:
+            try:
+                keys = {_hashable(a, rename) for a in arg}
+            except TypeError:
+                return None
+            if len(keys) != 1:
+                return None
+            arg = [arg[0]]
+        collapsed.append(arg)
+    return collapsed
+
+
+def _shared_host_part(
+    root: GraphModule,
+    placeholders: list[Node],
+    classes: list[list[int]],
+    host_ops: list[Node],
+    wanted: list[Node],
+    distinct: set[Node],
+) -> GraphModule:
+    """The host part with each class of equal arguments read through its first member,
+    identical ops on the same inputs computed once, and a foreach op whose lists repeat
+    one value run on one element (an optimizer's step counts: one lane instead of one per
+    parameter). Nodes in `distinct` (returned to the caller) get results of their own."""
+    graph = Graph()
+    env: dict[Node, Node] = {n: graph.placeholder(n.name) for n in placeholders}
+    for members in classes:
+        for i in members[1:]:
+            env[placeholders[i]] = env[placeholders[members[0]]]
+    seen: dict[Any, Node] = {}
+    one_lane: dict[Node, Node] = {}  # a collapsed foreach op -> its only result
+
+    def rename(node: Node) -> Node:
+        return env[node]
+
+    for node in host_ops:
+        if node.target is operator.getitem and node.args[0] in one_lane:
+            env[node] = one_lane[node.args[0]]
+        elif (
+            _is_foreach(node)
+            and not node.kwargs
+            and (args := _one_lane(node.args, rename)) is not None
+        ):
+            collapsed = graph.call_function(node.target, tuple(map_arg(args, rename)))
+            collapsed.meta = dict(node.meta)
+            one_lane[node] = graph.call_function(operator.getitem, (collapsed, 0))
+            continue
+        else:
+            try:
+                key = (node.target, _hashable((node.args, node.kwargs), rename))
+            except TypeError:
+                key = None
+            if key is not None and key in seen:
+                env[node] = seen[key]
+            else:
+                env[node] = graph.node_copy(node, rename)
+                if key is not None:
+                    seen[key] = env[node]
+        if node in distinct:
+            env[node] = graph.call_function(torch.ops.aten.clone.default, (env[node],))
+    graph.output(tuple(env[n] for n in wanted))
+    graph.eliminate_dead_code()
+    return GraphModule(root, graph)
+
+
+# How often the shared host part ran, and how often a class of equal arguments did not hold.
+stats = {"shared": 0, "full": 0}
+
+
 class HostSplit:
     """A graph cut into its host part and its device graph (see the module docstring)."""
 
@@ -88,6 +212,7 @@ class HostSplit:
         uploads: list[Node],
         device_graph: GraphModule,
         outputs: list[Any],
+        args: Sequence[Any] = (),
     ) -> None:
         self._placeholders = placeholders
         # Which arguments are CPU tensors (Dynamo guards each argument's device).
@@ -107,12 +232,33 @@ class HostSplit:
             env[node] = host.node_copy(node, env.__getitem__)
         host.output(tuple(env[n] for n in wanted))
         self._host_part = GraphModule(root, host)
+        self._classes = _equal_classes(placeholders, args, host_args)
+        self._shared_part = None
+        if self._classes:
+            returned = {where for kind, where in outputs if kind == "host"}
+            self._shared_part = _shared_host_part(
+                root, placeholders, self._classes, host_ops, wanted, returned
+            )
+
+    def _classes_hold(self, args: Sequence[Any]) -> bool:
+        for members in self._classes:
+            first = _scalar_key(args[members[0]])
+            if first is None or first[1] != first[1]:
+                return False
+            if any(_scalar_key(args[i]) != first for i in members[1:]):
+                return False
+        return True
 
     def run(self, args: Sequence[Any], run_device: Callable[[list[Any]], Any]) -> list[Any]:
         """The original graph's outputs for `args`: the host part here, the device graph
         through `run_device` (called with the arguments and the copied host values)."""
         env: dict[Node, Any] = dict(zip(self._placeholders, args))
-        env.update(zip(self._host_results, self._host_part(*args)))
+        if self._shared_part is not None and self._classes_hold(args):
+            stats["shared"] += 1
+            env.update(zip(self._host_results, self._shared_part(*args)))
+        else:
+            stats["full"] += 1
+            env.update(zip(self._host_results, self._host_part(*args)))
 
         def evaluate(node: Node) -> Any:
             call_args, call_kwargs = map_arg((node.args, node.kwargs), env.__getitem__)
@@ -202,5 +348,13 @@ def split(gm: GraphModule, args: Sequence[Any]) -> HostSplit | None:
             outputs.append(("constant", value))
     device.output(tuple(device_results))
     return HostSplit(
-        gm, placeholders, host_args, host_ops, copies, uploads, GraphModule(gm, device), outputs
+        gm,
+        placeholders,
+        host_args,
+        host_ops,
+        copies,
+        uploads,
+        GraphModule(gm, device),
+        outputs,
+        args,
     )
