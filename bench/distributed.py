@@ -54,6 +54,10 @@ import subprocess
 import sys
 import time
 
+# Table 3 runs 4 ranks in this process, one per device, whatever the core count (the CPU
+# plugin's default is one device per core); torchrun children get their own count.
+os.environ.setdefault("TORCH_TPU_CPU_DEVICES", "4")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TIMEOUT = datetime.timedelta(seconds=60)

@@ -169,20 +169,36 @@ def test_cpu_device_count_is_configurable(tmp_path):
 def test_cpu_device_count_defaults_to_one_per_core_up_to_four(tmp_path):
     # More devices than cores would start more XLA worker threads than cores (the plugin
     # runs max(cores, devices)): by default there is one device per usable core, at most 4.
-    script = "import torch, torch_tpu; print(torch.tpu.device_count())"
     environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(tmp_path))
     environment.pop("TORCH_TPU_CPU_DEVICES", None)
+    environment.pop("PJRT_NPROC", None)
     cores = sorted(os.sched_getaffinity(0))
     for allowed in (cores[:1], cores):
+        # The child narrows its own affinity before importing torch_tpu.
+        script = (
+            f"import os; os.sched_setaffinity(0, {allowed!r}); "
+            "import torch, torch_tpu; print(torch.tpu.device_count())"
+        )
         run = subprocess.run(
             [sys.executable, "-c", script],
             env=environment,
             capture_output=True,
             text=True,
-            preexec_fn=lambda allowed=allowed: os.sched_setaffinity(0, allowed),
+            timeout=300,
         )
         assert run.returncode == 0, run.stderr
         assert run.stdout.split() == [str(min(4, len(allowed)))]
+    # PJRT_NPROC is the core count the plugin sizes its threads by: the default follows it.
+    script = "import torch, torch_tpu; print(torch.tpu.device_count())"
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        env=dict(environment, PJRT_NPROC="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["1"]
     from torch_tpu import _plugin
 
     assert [_plugin.default_cpu_devices(n) for n in (1, 2, 3, 4, 5, 64)] == [1, 2, 3, 4, 4, 4]

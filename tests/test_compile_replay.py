@@ -306,6 +306,29 @@ def test_host_math_on_equal_cpu_scalars_runs_once_and_stays_right_when_they_diff
     ]
 
 
+def test_shared_host_part_keeps_random_draws_lane_scalars_and_returned_values_apart():
+    # With equal CPU scalars the shared host part still draws each random number, honours a
+    # foreach op's per-lane scalars, and returns values that do not alias each other.
+    def f(x, steps):
+        noise = [torch.rand(()) for _ in steps]
+        scaled = torch._foreach_add(steps, torch._foreach_mul(steps, [1.0, 2.0, 3.0]))
+        bumped = torch._foreach_add(steps, 1)
+        return [x * s for s in scaled], noise, bumped[0], bumped[1]
+
+    compiled = torch.compile(f, backend="tpu")
+    x = torch.arange(1.0, 5.0)
+    for value in (2.0, 3.0):
+        steps = [torch.tensor(value) for _ in range(3)]
+        before = _host_split.stats["shared"]
+        outs, noise, first, second = compiled(x.to("tpu"), steps)
+        assert _host_split.stats["shared"] == before + 1
+        for out, lane in zip(outs, (1.0, 2.0, 3.0)):
+            torch.testing.assert_close(out.cpu(), x * (value + lane * value))
+        assert len({n.item() for n in noise}) == 3  # three draws, not one shared
+        first.add_(10)
+        assert second.item() == value + 1 and first.item() == value + 11
+
+
 def test_a_graph_writing_a_cpu_tensor_from_device_values_is_not_split():
     # total (CPU) += x.sum() (tpu): a device value written into a CPU tensor stays in the
     # one graph, which runs (and is lowered) every call; the values are still right.

@@ -127,7 +127,8 @@ def _is_foreach(node: Node) -> bool:
 
 def _one_lane(args: Any, rename: Callable[[Node], Node]) -> Any:
     """A foreach op's arguments with each list cut to its first element, where every list
-    holds one value throughout (after renaming); None where some list varies."""
+    holds one value throughout (after renaming) and every other argument is a scalar or a
+    0-d tensor (a 1-D ``scalars`` tensor holds one value per lane); None otherwise."""
     collapsed = []
     for arg in args:
         if isinstance(arg, (list, tuple)) and len(arg) > 1:
@@ -138,8 +139,19 @@ def _one_lane(args: Any, rename: Callable[[Node], Node]) -> Any:
             if len(keys) != 1:
                 return None
             arg = [arg[0]]
+        elif isinstance(arg, Node):
+            val = arg.meta.get("val")
+            if not isinstance(val, torch.Tensor) or val.dim() != 0:
+                return None
         collapsed.append(arg)
     return collapsed
+
+
+def _shareable(node: Node) -> bool:
+    """Whether two calls of `node`'s op on the same inputs give the same result (not a
+    random op, nor one with side effects)."""
+    tags = getattr(node.target, "tags", ())
+    return not node.is_impure() and torch.Tag.nondeterministic_seeded not in tags
 
 
 def _shared_host_part(
@@ -165,30 +177,37 @@ def _shared_host_part(
     def rename(node: Node) -> Node:
         return env[node]
 
+    reused: set[Node] = set()  # results standing for more than one node of the original
     for node in host_ops:
         if node.target is operator.getitem and node.args[0] in one_lane:
             env[node] = one_lane[node.args[0]]
+            reused.add(env[node])
         elif (
             _is_foreach(node)
             and not node.kwargs
+            and _shareable(node)
             and (args := _one_lane(node.args, rename)) is not None
         ):
             collapsed = graph.call_function(node.target, tuple(map_arg(args, rename)))
-            collapsed.meta = dict(node.meta)
             one_lane[node] = graph.call_function(operator.getitem, (collapsed, 0))
+            env[node] = collapsed  # read directly only by getitems, which one_lane serves
             continue
         else:
             try:
                 key = (node.target, _hashable((node.args, node.kwargs), rename))
             except TypeError:
                 key = None
+            if not _shareable(node):
+                key = None
             if key is not None and key in seen:
                 env[node] = seen[key]
+                reused.add(env[node])
             else:
                 env[node] = graph.node_copy(node, rename)
                 if key is not None:
                     seen[key] = env[node]
-        if node in distinct:
+        returned_tensor = isinstance(node.meta.get("val"), torch.Tensor)
+        if node in distinct and env[node] in reused and returned_tensor:
             env[node] = graph.call_function(torch.ops.aten.clone.default, (env[node],))
     graph.output(tuple(env[n] for n in wanted))
     graph.eliminate_dead_code()
@@ -236,9 +255,12 @@ class HostSplit:
         self._shared_part = None
         if self._classes:
             returned = {where for kind, where in outputs if kind == "host"}
-            self._shared_part = _shared_host_part(
-                root, placeholders, self._classes, host_ops, wanted, returned
-            )
+            try:
+                self._shared_part = _shared_host_part(
+                    root, placeholders, self._classes, host_ops, wanted, returned
+                )
+            except Exception:  # an unforeseen graph shape: the full host part serves
+                self._shared_part = None
 
     def _classes_hold(self, args: Sequence[Any]) -> bool:
         for members in self._classes:

@@ -88,7 +88,11 @@ def find_plugin() -> tuple[str, str]:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    """The cores the CPU plugin counts: ``PJRT_NPROC`` where set, else the cores this
+    process may run on (its CPU affinity, else the machine's count)."""
+    nproc = os.environ.get("PJRT_NPROC", "").strip()
+    if nproc.isdigit() and int(nproc) > 0:
+        return int(nproc)
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):

@@ -17,7 +17,9 @@ namespace {
 constexpr int kMiB = 1 << 20;
 std::atomic<bool> tuned{false};
 
-bool enabled_by_environment() {
+}  // namespace
+
+bool host_heap_tuning_requested() {
   const char* value = std::getenv("TORCH_TPU_HOST_HEAP_TUNING");
   if (value == nullptr || *value == '\0') return true;
   const std::string v(value);
@@ -26,12 +28,9 @@ bool enabled_by_environment() {
   throw std::invalid_argument("TORCH_TPU_HOST_HEAP_TUNING must be 0 or 1, got '" + v + "'");
 }
 
-}  // namespace
-
 bool tune_host_heap_for_device_buffers() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (!enabled_by_environment()) return;
 #if defined(__GLIBC__)
     // A fixed mmap threshold also stops glibc from moving it (and the trim threshold
     // with it) as buffers are freed.

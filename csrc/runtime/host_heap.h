@@ -7,9 +7,13 @@
 
 namespace tpu::runtime {
 
-// Keeps device-sized buffers (up to 32 MiB) in the heap and freed memory (up to 256 MiB)
-// in the process, growing the heap 64 MiB at a time. Applies once; glibc only.
-// TORCH_TPU_HOST_HEAP_TUNING=0 leaves malloc as it is. Returns whether it is applied.
+// Whether TORCH_TPU_HOST_HEAP_TUNING asks for the tuning (unset or 1: yes, 0: no); throws
+// std::invalid_argument naming the variable for any other value.
+bool host_heap_tuning_requested();
+
+// Keeps device-sized buffers (up to 32 MiB) in the heap and freed memory (up to 256 MiB per
+// malloc arena) in the process, growing the heap 64 MiB at a time. Applies once; glibc
+// only. Returns whether it is applied (false if glibc refused a setting: those it took stay).
 bool tune_host_heap_for_device_buffers();
 
 // Whether tune_host_heap_for_device_buffers applied its settings in this process.

@@ -67,9 +67,12 @@ Runtime& Runtime::initialize(const std::string& plugin_path,
     }
     return *instance;
   }
+  const bool tune_heap = host_heap_tuning_requested();  // a bad value fails before loading
   auto runtime = std::unique_ptr<Runtime>(
       new Runtime(pjrt::Plugin::load(plugin_path), options, std::move(job)));
-  if (runtime->client().platform_name() == "cpu") tune_host_heap_for_device_buffers();
+  if (tune_heap && runtime->client().platform_name() == "cpu") {
+    tune_host_heap_for_device_buffers();
+  }
   instance = runtime.release();
   return *instance;
 }
