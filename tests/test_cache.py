@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+from fresh_process import run_python
 
 import torch_tpu
 from torch_tpu import _C
@@ -169,34 +170,17 @@ def test_cpu_device_count_is_configurable(tmp_path):
 def test_cpu_device_count_defaults_to_one_per_core_up_to_four(tmp_path):
     # More devices than cores would start more XLA worker threads than cores (the plugin
     # runs max(cores, devices)): by default there is one device per usable core, at most 4.
-    environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(tmp_path))
-    environment.pop("TORCH_TPU_CPU_DEVICES", None)
-    environment.pop("PJRT_NPROC", None)
+    unset = ("TORCH_TPU_CPU_DEVICES", "PJRT_NPROC")
+    count = "import torch, torch_tpu; print(torch.tpu.device_count())"
     cores = sorted(os.sched_getaffinity(0))
     for allowed in (cores[:1], cores):
         # The child narrows its own affinity before importing torch_tpu.
-        script = (
-            f"import os; os.sched_setaffinity(0, {allowed!r}); "
-            "import torch, torch_tpu; print(torch.tpu.device_count())"
-        )
-        run = subprocess.run(
-            [sys.executable, "-c", script],
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        script = f"import os; os.sched_setaffinity(0, {allowed!r}); " + count
+        run = run_python(script, drop=unset, TORCH_TPU_CACHE_DIR=str(tmp_path))
         assert run.returncode == 0, run.stderr
         assert run.stdout.split() == [str(min(4, len(allowed)))]
     # PJRT_NPROC is the core count the plugin sizes its threads by: the default follows it.
-    script = "import torch, torch_tpu; print(torch.tpu.device_count())"
-    run = subprocess.run(
-        [sys.executable, "-c", script],
-        env=dict(environment, PJRT_NPROC="1"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = run_python(count, drop=unset[:1], TORCH_TPU_CACHE_DIR=str(tmp_path), PJRT_NPROC="1")
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["1"]
     from torch_tpu import _plugin
@@ -209,18 +193,13 @@ def test_host_heap_keeps_device_buffers_on_the_cpu_platform(tmp_path):
     # are reused instead of being returned and faulted in again; the variable turns it off
     # and a bad value is named.
     script = "import torch, torch_tpu; print(torch_tpu._C._host_heap_tuned())"
-    environment = dict(os.environ, PYTHONPATH=ROOT, TORCH_TPU_CACHE_DIR=str(tmp_path))
     for value, expected in (("", "True"), ("1", "True"), ("0", "False")):
-        environment["TORCH_TPU_HOST_HEAP_TUNING"] = value
-        run = subprocess.run(
-            [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+        run = run_python(
+            script, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_HOST_HEAP_TUNING=value
         )
         assert run.returncode == 0, run.stderr
         assert run.stdout.split() == [expected]
-    environment["TORCH_TPU_HOST_HEAP_TUNING"] = "yes"
-    run = subprocess.run(
-        [sys.executable, "-c", script], env=environment, capture_output=True, text=True
-    )
+    run = run_python(script, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_HOST_HEAP_TUNING="yes")
     assert run.returncode != 0
     assert "TORCH_TPU_HOST_HEAP_TUNING must be 0 or 1, got 'yes'" in run.stderr
 

@@ -86,11 +86,12 @@ def _mutates(node: Node) -> bool:
 
 def _scalar_key(value: Any) -> Any:
     """What makes two 0-d CPU tensors interchangeable in the host part: dtype and value,
-    with the sign of a zero (NaN never matches, so its class does not hold); None for
-    anything else."""
+    with the sign of a zero; None for anything else, and for NaN (which equals nothing)."""
     if not isinstance(value, torch.Tensor) or value.dim() != 0 or value.is_complex():
         return None
     item = value.item()
+    if item != item:
+        return None
     sign = math.copysign(1.0, item) if isinstance(item, float) else 0.0
     return (value.dtype, item, sign)
 
@@ -100,7 +101,7 @@ def _equal_classes(placeholders: list[Node], args: Sequence[Any], host_args: set
     groups: dict[Any, list[int]] = {}
     for i, (node, arg) in enumerate(zip(placeholders, args)):
         key = _scalar_key(arg) if node in host_args else None
-        if key is not None and key[1] == key[1]:  # NaN never equals itself
+        if key is not None:
             groups.setdefault(key, []).append(i)
     return [members for members in groups.values() if len(members) > 1]
 
@@ -231,7 +232,7 @@ class HostSplit:
         uploads: list[Node],
         device_graph: GraphModule,
         outputs: list[Any],
-        args: Sequence[Any] = (),
+        args: Sequence[Any],
     ) -> None:
         self._placeholders = placeholders
         # Which arguments are CPU tensors (Dynamo guards each argument's device).
@@ -265,7 +266,7 @@ class HostSplit:
     def _classes_hold(self, args: Sequence[Any]) -> bool:
         for members in self._classes:
             first = _scalar_key(args[members[0]])
-            if first is None or first[1] != first[1]:
+            if first is None:
                 return False
             if any(_scalar_key(args[i]) != first for i in members[1:]):
                 return False
