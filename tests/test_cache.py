@@ -373,3 +373,49 @@ def test_max_programs_must_be_a_positive_count():
     )
     assert done.returncode != 0
     assert "TORCH_TPU_MAX_PROGRAMS must be a positive count" in done.stderr
+
+
+SMALL_PROGRAM_SCRIPT = """
+import os, torch, torch_tpu
+before = os.sched_getaffinity(0)
+torch.manual_seed(0)
+x = torch.randn(64, 32)
+w = torch.randn(32, 32, requires_grad=True)
+
+def step(x, w):
+    h = torch.nn.functional.layer_norm(x @ w, (32,))
+    return torch.softmax(h, -1).square().sum()
+
+loss = step(x, w)
+loss.backward()
+wt = w.detach().to("tpu").requires_grad_()
+tpu_loss = torch.compile(step, backend="tpu")(x.to("tpu"), wt)
+tpu_loss.backward()
+torch.testing.assert_close(tpu_loss.cpu(), loss)
+torch.testing.assert_close(wt.grad.cpu(), w.grad)
+assert os.sched_getaffinity(0) == before, "the compiling thread kept one CPU"
+print(torch_tpu.metrics.snapshot()["compiles"])
+"""
+
+
+def test_small_programs_compiled_for_one_core_are_right_and_cached_apart(tmp_path):
+    # TORCH_TPU_CPU_SMALL_PROGRAM_BYTES compiles programs of small tensors for one core (their
+    # loops are not split between threads). The results are the same; the main thread gets
+    # its CPUs back; entries compiled so are not served to a process without the setting
+    # (and the other way round), and a bad value is named.
+    cache = str(tmp_path)
+    one_core = {"TORCH_TPU_CACHE_DIR": cache, "TORCH_TPU_CPU_SMALL_PROGRAM_BYTES": "2097152"}
+    compiles = []
+    for env in (one_core, {"TORCH_TPU_CACHE_DIR": cache}, one_core):
+        run = run_python(SMALL_PROGRAM_SCRIPT, **env)
+        assert run.returncode == 0, run.stderr
+        compiles.append(int(run.stdout.split()[-1]))
+    assert compiles[0] > 0 and compiles[1] > 0  # nothing reused across the setting
+    assert compiles[2] == 0  # the one-core entries are served to a process with it
+    run = run_python(
+        SMALL_PROGRAM_SCRIPT, TORCH_TPU_CACHE_DIR=cache, TORCH_TPU_CPU_SMALL_PROGRAM_BYTES="2MiB"
+    )
+    assert run.returncode != 0
+    assert "TORCH_TPU_CPU_SMALL_PROGRAM_BYTES must be a size in bytes (0: off), got '2MiB'" in (
+        run.stderr
+    )

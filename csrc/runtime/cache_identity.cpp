@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "runtime/compile_parallelism.h"
 #include "runtime/fingerprint.h"
 #include "runtime/program_cache.h"
 
@@ -56,6 +57,12 @@ std::string cache_identity(const pjrt::Client& client, const std::string& torch_
       "graph_compile_options=" + hex(compile_options_for(client, ProgramKind::Graph)) + "\n";
   identity +=
       "quick_op_compile_options=" + hex(compile_options_for(client, ProgramKind::QuickOp)) + "\n";
+  // Where set, small programs hold other code (compiled for one core), so they must not
+  // be mixed with entries compiled without it.
+  if (client.platform_name() == "cpu" && one_core_compile_below_bytes() > 0) {
+    identity +=
+        "one_core_compile_below_bytes=" + std::to_string(one_core_compile_below_bytes()) + "\n";
+  }
   identity += "torch_tpu=" + torch_tpu_version + "\n";
   // The plugins read their compiler flags from these, and flags change the code
   // compiled (fast math, vector width...): a program compiled under other flags
