@@ -57,11 +57,9 @@ std::string cache_identity(const pjrt::Client& client, const std::string& torch_
       "graph_compile_options=" + hex(compile_options_for(client, ProgramKind::Graph)) + "\n";
   identity +=
       "quick_op_compile_options=" + hex(compile_options_for(client, ProgramKind::QuickOp)) + "\n";
-  // Where set, small programs hold other code (compiled for one core), so they must not
-  // be mixed with entries compiled without it.
-  if (client.platform_name() == "cpu" && one_core_compile_below_bytes() > 0) {
-    identity +=
-        "one_core_compile_below_bytes=" + std::to_string(one_core_compile_below_bytes()) + "\n";
+  // Programs compiled for one core hold other code: they must not be mixed with others.
+  if (client.platform_name() == "cpu" && one_core_compile_requested()) {
+    identity += "one_core_compile=1\n";
   }
   identity += "torch_tpu=" + torch_tpu_version + "\n";
   // The plugins read their compiler flags from these, and flags change the code

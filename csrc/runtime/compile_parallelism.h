@@ -1,30 +1,25 @@
 #pragma once
-// XLA:CPU splits each loop it compiles into as many tasks as the compiling thread has CPUs
-// once its cost model finds enough work (about 256 KiB of output, or 20 KiB moved by a
-// fusion with more than one flop per byte). A small model's ops sit just above that: the
-// GPT step's [512, 64] fusions became two tasks each, and handing half of a 10 us loop to
-// another thread costs more than it saves. Compiled for one core, the GPT step's programs
-// ran 6-10% faster on 2 cores; tensors of a few MiB still gain from the split (a 4 MiB
-// elementwise graph: 1.6 ms split, 2.2 ms whole). No compile option sets that count through
-// PJRT, so such a program is compiled on a thread allowed on one CPU; it runs on all of them
-// as before. The price is compile time: XLA then also generates machine code on one thread
-// (the GPT step's programs took 3.2 s instead of 1.8 s), hence off by default.
-#include <cstdint>
-#include <string>
+// XLA:CPU splits each loop it compiles into as many tasks as it has CPUs once its cost model
+// finds enough work (about 256 KiB of output, or 20 KiB moved by a fusion with more than one
+// flop per byte). A small model's ops sit just above that: the GPT step's [512, 64] fusions
+// became two tasks each, and handing half of a 10 us loop to another thread costs more than
+// it saves. No compile option sets that count through PJRT: XLA derives it from the CPUs
+// the compiling thread may use (part of it, and the number of threads generating machine
+// code, only at its first compile in the process). TORCH_TPU_CPU_ONE_CORE_COMPILE=1 compiles on a thread allowed on one CPU; the
+// programs still run on all of them. On 2 cores the GPT step then took 5.22 ms instead of
+// 5.49 compiled and 4.94 instead of 5.35 in defer_and_fuse, but every compile takes about
+// twice as long (3.1 s instead of 1.9 s for the step's programs: code is generated on one
+// thread), and large tensors lose the split (a 4 MiB elementwise graph: 2.2 ms whole
+// against 1.6 ms split). Off by default.
 
 namespace tpu::runtime {
 
-// The largest tensor type in StableHLO text, in bytes (0 if it names none). Counts every
-// `tensor<AxBx...xT>` it meets, operands, results and region arguments alike.
-int64_t largest_tensor_bytes(const std::string& program);
-
-// Programs whose largest tensor is below this many bytes are compiled for one core on the
-// CPU platform: TORCH_TPU_CPU_SMALL_PROGRAM_BYTES=N (unset or 0: never). Throws
-// std::invalid_argument naming the variable for a bad value.
-int64_t one_core_compile_below_bytes();
+// Whether TORCH_TPU_CPU_ONE_CORE_COMPILE asks for it (unset or 0: no, 1: yes); throws
+// std::invalid_argument naming the variable for any other value.
+bool one_core_compile_requested();
 
 // While alive, the calling thread may run on one CPU only (the first it was allowed), so
-// that XLA:CPU compiles for one core; restores the thread's CPUs when destroyed. Does
+// that a compile it runs sees one core; restores the thread's CPUs when destroyed. Does
 // nothing where the thread already has one CPU or its CPU set cannot be changed.
 class OneCoreCompile {
  public:
@@ -36,7 +31,9 @@ class OneCoreCompile {
 
  private:
   bool active_ = false;
-  std::string saved_;  // the thread's cpu_set_t, as bytes, while active
+#if defined(__linux__)
+  unsigned char saved_[128] = {};  // the thread's cpu_set_t while active
+#endif
 };
 
 }  // namespace tpu::runtime

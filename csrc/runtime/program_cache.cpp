@@ -69,7 +69,7 @@ ProgramCache::ProgramCache(const pjrt::Client& client)
       graph_options_(compile_options_for(client, ProgramKind::Graph)),
       quick_options_(compile_options_for(client, ProgramKind::QuickOp)),
       tiered_(client.platform_name() == "cpu" && fast_op_compile_level() == "1"),
-      one_core_below_bytes_(client.platform_name() == "cpu" ? one_core_compile_below_bytes() : 0),
+      one_core_compile_(client.platform_name() == "cpu" && one_core_compile_requested()),
       pin_runs_(pin_runs_from_environment(client)),
       max_programs_(max_programs_from_environment()) {}
 
@@ -277,9 +277,7 @@ std::shared_ptr<pjrt::Executable> ProgramCache::compile(const std::string& progr
   std::string why = RecompileLog::enabled() && !tier_up ? log_.explain(label, program) : "";
   auto start = std::chrono::steady_clock::now();
   std::optional<OneCoreCompile> one_core;
-  if (one_core_below_bytes_ > 0 && largest_tensor_bytes(program) < one_core_below_bytes_) {
-    one_core.emplace();
-  }
+  if (one_core_compile_) one_core.emplace();
   std::shared_ptr<pjrt::Executable> executable = client_.compile(program, compile_options);
   one_core.reset();
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;

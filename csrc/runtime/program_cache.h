@@ -120,9 +120,8 @@ class ProgramCache {
   const std::string graph_options_;
   const std::string quick_options_;
   const bool tiered_;
-  // On XLA:CPU, programs whose tensors are all smaller than this are compiled for one core
-  // (compile_parallelism.h); 0 on other platforms.
-  const int64_t one_core_below_bytes_;
+  // XLA:CPU compiles this process's programs for one core (compile_parallelism.h).
+  const bool one_core_compile_;
   // Runs before a program is pinned; 0: never. Pinning is measured on XLA:CPU only.
   std::atomic<uint32_t> pin_runs_;
   // Quick executables not yet replaced -> their program text and label.
