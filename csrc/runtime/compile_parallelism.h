@@ -5,12 +5,12 @@
 // became two tasks each, and handing half of a 10 us loop to another thread costs more than
 // it saves. No compile option sets that count through PJRT: XLA derives it from the CPUs
 // the compiling thread may use (part of it, and the number of threads generating machine
-// code, only at its first compile in the process). TORCH_TPU_CPU_ONE_CORE_COMPILE=1 compiles on a thread allowed on one CPU; the
-// programs still run on all of them. On 2 cores the GPT step then took 5.22 ms instead of
-// 5.49 compiled and 4.94 instead of 5.35 in defer_and_fuse, but every compile takes about
-// twice as long (3.1 s instead of 1.9 s for the step's programs: code is generated on one
-// thread), and large tensors lose the split (a 4 MiB elementwise graph: 2.2 ms whole
-// against 1.6 ms split). Off by default.
+// code, only at its first compile in the process). TORCH_TPU_CPU_ONE_CORE_COMPILE=1
+// compiles on a thread allowed on one CPU; the programs still run on all of them. On 2
+// cores the GPT step then took 5.47 ms instead of 5.84 compiled and 5.43 instead of 5.90
+// in defer_and_fuse, but every compile takes about twice as long (3.1 s instead of 1.9 s
+// for the step's programs: code is generated on one thread), and large tensors lose the
+// split (a 4 MiB elementwise graph: 2.2 ms whole against 1.6 ms split). Off by default.
 
 namespace tpu::runtime {
 
