@@ -21,6 +21,7 @@
 
 #include "hlo/builder.h"
 #include "pjrt/ffi_extension.h"
+#include "runtime/env_switch.h"
 #include "runtime/runtime.h"
 #include "xla_ffi.h"
 
@@ -251,14 +252,7 @@ ffi::Error* matmul(ffi::CallFrame* frame) {
   }
 }
 
-bool enabled_by_environment() {
-  const char* value = std::getenv("TORCH_TPU_HOST_MATMUL");
-  if (value == nullptr || *value == '\0') return true;
-  std::string v(value);
-  if (v == "0") return false;
-  if (v == "1") return true;
-  throw std::invalid_argument("TORCH_TPU_HOST_MATMUL must be 0 or 1, got '" + v + "'");
-}
+bool enabled_by_environment() { return runtime::env_switch("TORCH_TPU_HOST_MATMUL", true); }
 
 std::atomic<bool> installed{false};
 std::atomic<bool> enabled{true};

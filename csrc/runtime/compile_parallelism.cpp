@@ -1,24 +1,16 @@
 #include "runtime/compile_parallelism.h"
 
-#include <cstdlib>
 #include <cstring>
-#include <stdexcept>
-#include <string>
 
 #if defined(__linux__)
 #include <sched.h>
 #endif
 
+#include "runtime/env_switch.h"
+
 namespace tpu::runtime {
 
-bool one_core_compile_requested() {
-  const char* value = std::getenv("TORCH_TPU_CPU_ONE_CORE_COMPILE");
-  if (value == nullptr || *value == '\0') return false;
-  const std::string v(value);
-  if (v == "0") return false;
-  if (v == "1") return true;
-  throw std::invalid_argument("TORCH_TPU_CPU_ONE_CORE_COMPILE must be 0 or 1, got '" + v + "'");
-}
+bool one_core_compile_requested() { return env_switch("TORCH_TPU_CPU_ONE_CORE_COMPILE", false); }
 
 #if defined(__linux__)
 static_assert(sizeof(cpu_set_t) <= 128, "OneCoreCompile::saved_ holds a cpu_set_t");

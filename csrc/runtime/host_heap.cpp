@@ -1,14 +1,13 @@
 #include "runtime/host_heap.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
-#include <stdexcept>
-#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+
+#include "runtime/env_switch.h"
 
 namespace tpu::runtime {
 
@@ -19,14 +18,7 @@ std::atomic<bool> tuned{false};
 
 }  // namespace
 
-bool host_heap_tuning_requested() {
-  const char* value = std::getenv("TORCH_TPU_HOST_HEAP_TUNING");
-  if (value == nullptr || *value == '\0') return true;
-  const std::string v(value);
-  if (v == "0") return false;
-  if (v == "1") return true;
-  throw std::invalid_argument("TORCH_TPU_HOST_HEAP_TUNING must be 0 or 1, got '" + v + "'");
-}
+bool host_heap_tuning_requested() { return env_switch("TORCH_TPU_HOST_HEAP_TUNING", true); }
 
 bool tune_host_heap_for_device_buffers() {
   static std::once_flag once;
