@@ -41,7 +41,7 @@ at::Tensor download(const at::Tensor& src) {
   storage->buffer()->to_host(host.data_ptr(), host.nbytes());
   runtime::metrics().count_device_to_host();
   // A value read back from a deferred graph raises that graph's failed checks.
-  runtime::Runtime::get().raise_deferred_checks();
+  runtime::Runtime::get().after_host_wait();
   return host;
 }
 

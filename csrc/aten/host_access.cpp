@@ -106,7 +106,7 @@ void read_to_host(const at::Tensor& src, const at::Tensor& dst) {
   std::memcpy(dst.data_ptr(), reinterpret_cast<const void*>(buffer->unsafe_pointer()),
               dst.nbytes());
   runtime::metrics().count_device_to_host();
-  runtime::Runtime::get().raise_deferred_checks();
+  runtime::Runtime::get().after_host_wait();
 }
 
 void adopt_host(const at::Tensor& dst, const at::Tensor& host) {

@@ -88,6 +88,7 @@ py::dict metrics_snapshot() {
   out["fused_graphs"] = s.fused_graphs;
   out["fused_ops"] = s.fused_ops;
   out["fused_reuses"] = s.fused_reuses;
+  out["early_cuts"] = s.early_cuts;
   out["tier_ups"] = s.tier_ups;
   out["pinned_programs"] = s.pinned_programs;
   out["cpu_fallbacks"] = s.cpu_fallbacks;

@@ -39,7 +39,29 @@ bool is_done(const pjrt::Event& event) {
   }
 }
 
+// Whether this thread waited for the device since it last recorded an op.
+thread_local bool waited_for_device = false;
+
 }  // namespace
+
+void DeferredGraph::note_host_wait() { waited_for_device = true; }
+
+void DeferredGraph::cut_after_host_wait() {
+  const std::thread::id self = std::this_thread::get_id();
+  if (waited_for_device) {
+    waited_for_device = false;
+    waiter_ = self;
+  }
+  const std::thread::id recorder = recorder_.load();
+  if (recorder == std::thread::id() || recorder == self || waiter_.load() != recorder) return;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (!compile_options_.empty() || recording_ != nullptr) return;
+    waiter_ = std::thread::id();
+  }
+  metrics().count_early_cut();
+  flush();
+}
 
 DeferredGraph::~DeferredGraph() {
   for (DeviceStorage* storage : pending_) {
@@ -96,6 +118,7 @@ int64_t DeferredGraph::record(
     const std::string& function, const std::vector<Argument>& arguments,
     const std::vector<std::pair<DeviceStorage*, hlo::TensorType>>& outputs,
     const std::vector<hlo::Callee>& callees, const std::vector<std::vector<int64_t>>& shapes) {
+  cut_after_host_wait();
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   recorder_ = std::this_thread::get_id();
   for (const hlo::Callee& callee : callees) {

@@ -14,6 +14,13 @@
 // same ops every step reuses one compiled program. A flush whose recorded structure
 // (the calls, in the form record() keeps them, and which op functions they call) equals
 // an earlier flush's runs that flush's executable without building the program's text.
+//
+// A graph is cut early in one case: a loop that waits for the device every step (reads
+// its loss) leaves the device idle while the host records the next step. When the thread
+// that records a graph waited for the device before, the graph runs what it holds as soon
+// as another thread starts recording into it (the autograd engine's device thread, at
+// backward()), so the device computes the forward while the host records the backward.
+// A loop that never waits keeps one graph per step.
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -138,6 +145,12 @@ class DeferredGraph {
       const std::vector<std::pair<hlo::ElementType, std::vector<unsigned char>>>& host_groups);
   int64_t pending_ops();
 
+  // Called by a thread that waited for the device (a read of a device value, a
+  // synchronize): marks the next graph this thread records into (see the cut above).
+  // Thread-local, so that with one thread per rank a rank's wait marks only its own graph
+  // and every rank cuts its step at the same op.
+  static void note_host_wait();
+
  private:
   struct Value {
     std::string name;
@@ -189,6 +202,11 @@ class DeferredGraph {
           std::pair<hlo::TensorType, std::function<void(const std::vector<unsigned char>&)>>>
           checks);
   void reset();
+  // The early cut: runs the pending ops when the calling thread is not the one that has
+  // recorded them, that thread waited for the device before (since the last cut), and the
+  // graph holds no collective (every rank must cut at the same op) nor a compiled graph's
+  // record.
+  void cut_after_host_wait();
 
   std::recursive_mutex mutex_;
   int device_;
@@ -232,6 +250,10 @@ class DeferredGraph {
   int64_t graphs_run_ = 0;
   std::string compile_options_;              // empty: portable, no collectives
   std::atomic<std::thread::id> recorder_{};  // the thread recording this graph's ops
+  // The last thread that recorded into this graph after waiting for the device; cleared
+  // by the cut it allows. Kept across flushes: a loop may read its loss before the
+  // optimizer step whose graph ends the step.
+  std::atomic<std::thread::id> waiter_{};
   int launch_id_ = 0;
   int64_t channels_ = 0;
 };

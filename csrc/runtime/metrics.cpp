@@ -34,6 +34,11 @@ void Metrics::count_fused_reuse() {
   data_.fused_reuses += 1;
 }
 
+void Metrics::count_early_cut() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.early_cuts += 1;
+}
+
 void Metrics::count_disk(DiskEvent event) {
   std::lock_guard<std::mutex> lock(mutex_);
   switch (event) {

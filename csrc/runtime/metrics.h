@@ -19,6 +19,7 @@ struct MetricsSnapshot {
   int64_t fused_graphs = 0;      // defer_and_fuse graphs run
   int64_t fused_ops = 0;         // ops recorded into them
   int64_t fused_reuses = 0;      // graphs that reused an equal earlier graph's executable
+  int64_t early_cuts = 0;        // graphs run early, after a host wait (see DeferredGraph)
   int64_t tier_ups = 0;          // quickly compiled ops replaced by optimized ones (ProgramKind)
   int64_t pinned_programs = 0;   // hot op programs loaded again for their one device (pin())
   int64_t prepared_runs = 0;     // strict calls that ran a prepared program (no lowering)
@@ -48,6 +49,7 @@ class Metrics {
   void count_compile(double seconds);
   void count_cache_hit();
   void count_fused_reuse();
+  void count_early_cut();
   void count_tier_up();
   void count_pinned_program();
   void count_disk(DiskEvent event);

@@ -52,7 +52,8 @@ void Runtime::flush_deferred() {
   for (auto& graph : graphs_) graph->flush_if_free();
 }
 
-void Runtime::raise_deferred_checks() {
+void Runtime::after_host_wait() {
+  DeferredGraph::note_host_wait();
   for (auto& graph : graphs_) graph->raise_failed_checks();
 }
 
@@ -208,7 +209,7 @@ void Runtime::synchronize() {
   for (Retired& r : retired) {
     if (r.done) wait_quietly(*r.done);
   }
-  raise_deferred_checks();
+  after_host_wait();
 }
 
 std::vector<pjrt::BufferPtr> Runtime::pending() {

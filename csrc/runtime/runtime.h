@@ -75,8 +75,10 @@ class Runtime {
   // Runs every device's pending graph (without waiting for the results), except one
   // another thread is busy with (see DeferredGraph::flush_if_free).
   void flush_deferred();
-  // Raises the first failed check of the deferred graphs already run (waiting for them).
-  void raise_deferred_checks();
+  // Called where the host waited for the device (a read of a device value, synchronize):
+  // raises the first failed check of the deferred graphs already run (waiting for them),
+  // and notes the wait for defer_and_fuse's early cut (DeferredGraph::note_host_wait).
+  void after_host_wait();
 
  private:
   Runtime(std::shared_ptr<pjrt::Plugin> plugin, const std::vector<pjrt::CreateOption>& options,

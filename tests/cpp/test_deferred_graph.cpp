@@ -1,8 +1,10 @@
 // DeferredGraph's recording of a flush and its replay on new operands (what
-// torch.compile's graph replay, csrc/aten/graph_replay.cpp, builds on).
+// torch.compile's graph replay, csrc/aten/graph_replay.cpp, builds on), and its early cut
+// after a host wait.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "hlo/builder.h"
 #include "plugin_path.h"
@@ -80,6 +82,62 @@ TEST(DeferredGraph, RecordsAFlushAndReplaysItOnNewOperands) {
   ASSERT_EQ(outputs.size(), 2u);
   EXPECT_EQ(read(outputs[0], 3), (std::vector<float>{11, 10, 6}));
   EXPECT_EQ(read(outputs[1], 1), (std::vector<float>{42}));
+}
+
+// Records y = x + 1 into `graph` from the calling thread; returns the pending op count.
+int64_t record_increment(DeferredGraph& graph, DeviceStorage& x, DeviceStorage& y) {
+  const hlo::TensorType vector{hlo::ElementType::F32, {3}};
+  hlo::Builder b;
+  hlo::Value in = b.parameter(vector);
+  hlo::Value one = b.broadcast_to(b.constant(1.0, hlo::ElementType::F32), {3});
+  return graph.record(b.function_text("private @op", {b.binary("add", in, one)}),
+                      {{&x, {}, vector}}, {{&y, vector}});
+}
+
+// Records from another thread, as the autograd engine's device thread does at backward().
+int64_t record_increment_elsewhere(DeferredGraph& graph, DeviceStorage& x, DeviceStorage& y) {
+  int64_t pending = 0;
+  std::thread other([&] { pending = record_increment(graph, x, y); });
+  other.join();
+  return pending;
+}
+
+TEST(DeferredGraph, RunsThePendingOpsWhenAnotherThreadRecordsAfterTheRecorderWaited) {
+  Runtime& runtime = Runtime::initialize(tpu::testing::plugin_path());
+  DeferredGraph& graph = runtime.deferred_graph(0);
+  graph.flush();
+  memory().reserve(0, 4 * 12);
+  DeviceStorage a(0, 12), b(0, 12), c(0, 12), d(0, 12);
+  float data[3] = {1, 2, 3};
+  a.set_buffer(runtime.client().buffer_from_host(data, PJRT_Buffer_Type_F32, {3}, 0),
+               hlo::ElementType::F32);
+
+  // Uses up a wait an earlier test left on this thread.
+  record_increment(graph, a, b);
+  record_increment_elsewhere(graph, b, c);
+  graph.flush();
+
+  // No wait: the other thread's op joins the pending graph.
+  EXPECT_EQ(record_increment(graph, a, b), 1);
+  EXPECT_EQ(record_increment_elsewhere(graph, b, c), 2);
+  graph.flush();
+
+  // The recorder waited: the other thread's first op runs what is pending first, once.
+  DeferredGraph::note_host_wait();
+  EXPECT_EQ(record_increment(graph, a, b), 1);
+  EXPECT_EQ(record_increment(graph, b, c), 2);
+  EXPECT_EQ(record_increment_elsewhere(graph, c, d), 1);
+  EXPECT_EQ(c.pending_graph(), nullptr);
+  EXPECT_EQ(record_increment(graph, d, b), 2);  // back on the recorder: no second cut
+  graph.flush();
+  EXPECT_EQ(read(b.buffer(), 3), (std::vector<float>{5, 6, 7}));
+
+  // Another thread's wait does not mark this thread's graph.
+  std::thread([] { DeferredGraph::note_host_wait(); }).join();
+  EXPECT_EQ(record_increment(graph, a, b), 1);
+  EXPECT_EQ(record_increment_elsewhere(graph, b, c), 2);
+  graph.flush();
+  EXPECT_EQ(read(c.buffer(), 3), (std::vector<float>{3, 4, 5}));
 }
 
 }  // namespace
