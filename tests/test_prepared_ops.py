@@ -20,15 +20,16 @@ def prepared_runs() -> int:
     return torch_tpu.metrics.snapshot()["prepared_runs"]
 
 
-def check_repeated(fn, *cpu_args, calls=4, expect_prepared=True):
-    """fn(*args) on tpu equals fn on the CPU for `calls` calls whose arguments change
-    value (not metadata); returns how many ran prepared."""
+def check_repeated(fn, *cpu_args, calls=4, expect_prepared=True, **tolerance):
+    """fn(*args) on tpu equals fn on the CPU (within `tolerance`, assert_close's rtol and
+    atol) for `calls` calls whose arguments change value (not metadata); returns how many
+    ran prepared."""
     before = prepared_runs()
     for call in range(calls):
         args = [a * (call + 1) if isinstance(a, torch.Tensor) else a for a in cpu_args]
         expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args], call)
         actual = fn(*[a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args], call)
-        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True)
+        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **tolerance)
     ran = prepared_runs() - before
     if expect_prepared:
         assert ran >= calls - 1, f"only {ran} of {calls} calls ran prepared"
@@ -297,3 +298,95 @@ def test_matmul_precision_is_part_of_the_signature():
             assert compiled <= 1
     finally:
         torch.set_float32_matmul_precision(previous)
+
+
+def test_normalization_softmax_and_activations_run_prepared():
+    """Each case is one op, so every call after the first runs prepared (check_repeated
+    counts them); eps and the activations' scalars change value from call to call."""
+    F = torch.nn.functional
+    x, w, b = torch.randn(4, 3, 5), torch.randn(5), torch.randn(5)
+    check_repeated(
+        lambda a, w, b, c: torch.native_layer_norm(a, (5,), w, b, 1e-5 * (c + 1))[0], x, w, b
+    )
+    check_repeated(
+        lambda a, c: torch.native_layer_norm(a, (3, 5), None, None, 1e-3 * (c + 1))[2], x
+    )
+    out, mean, rstd = torch.native_layer_norm(x, (5,), w, b, 1e-5)
+    check_repeated(
+        lambda g, a, m, r, w, b, c: torch.cat(
+            [
+                t.flatten()
+                for t in torch.ops.aten.native_layer_norm_backward(
+                    g, a, (5,), m, r, w, b, [True, True, True]
+                )
+            ]
+        ),
+        torch.randn_like(x),
+        x,
+        mean,
+        rstd,
+        w,
+        b,
+        rtol=1e-5,  # sums over rows of values the calls scale up to 256x
+        atol=1e-4,
+    )
+    check_repeated(lambda a, c: torch.softmax(a, 1), x)
+    check_repeated(lambda a, c: torch.log_softmax(a, -1), x)
+    y = torch.softmax(x, -1)
+    check_repeated(
+        lambda g, y, c: torch.ops.aten._softmax_backward_data(g, y, -1, torch.float32), x, y
+    )
+    check_repeated(
+        lambda g, y, c: torch.ops.aten._log_softmax_backward_data(g, y, 2, torch.float32), x, y
+    )
+    # gelu's two approximations are two programs, never one served for the other
+    for approximate in ("none", "tanh", "none"):
+        check_repeated(lambda a, c: F.gelu(a, approximate=approximate), x)
+        check_repeated(
+            lambda g, a, c: torch.ops.aten.gelu_backward(g, a, approximate=approximate),
+            x,
+            x.flip(0),
+            atol=5e-5,  # the two approximations differ by 1e-3 here
+            rtol=1e-5,
+        )
+    check_repeated(lambda a, c: F.leaky_relu(a, 0.1 * (c + 1)), x)
+    check_repeated(lambda a, c: F.softplus(a, beta=c + 1, threshold=2.0 + c), x)
+    check_repeated(lambda a, c: F.hardtanh(a, -c - 0.5, c + 0.5), x)
+    for is_result in (False, True, False):
+        check_repeated(
+            lambda g, a, c: torch.ops.aten.elu_backward(g, 1.0 + c, 1.0, 0.5, is_result, a),
+            x,
+            x.abs(),
+        )
+
+
+def test_fill_zero_and_copy_run_prepared():
+    base = torch.randn(6, 8)
+    check_repeated(lambda a, c: a.fill_(c + 0.5), base)
+    check_repeated(lambda a, c: a[1:3].fill_(c - 2.0), base)
+    check_repeated(lambda a, c: torch.arange(6).reshape(2, 3).to(a.device).fill_(c + 7), base)
+    check_repeated(lambda a, c: a[:, c + 1].zero_(), base)  # offsets 1-4: non-zero each time
+    check_repeated(lambda a, c: a.t()[c + 1].copy_(a[c + 1, :6]), base)
+    check_repeated(
+        lambda a, c: torch.empty(6, 8, dtype=torch.float64, device=a.device).copy_(a), base
+    )
+    check_repeated(lambda a, c: torch.zeros(3, 8, device=a.device).copy_(a[c]), base)
+
+
+def test_defer_and_fuse_records_layer_norm_and_gelu_prepared():
+    F = torch.nn.functional
+    x, w = torch.randn(6, 16), torch.randn(16)
+    tx, tw = x.to("tpu"), w.to("tpu")
+    with torch_tpu.eager_mode("defer_and_fuse"):
+        counts, results = [], []
+        for step in range(3):
+            before = prepared_records()
+            results.append(
+                F.gelu(F.layer_norm(tx * (step + 1), (16,), tw, None, 1e-5 * (step + 1)))
+            )
+            counts.append(prepared_records() - before)
+        torch_tpu.sync()
+    for step, r in enumerate(results):
+        expected = F.gelu(F.layer_norm(x * (step + 1), (16,), w, None, 1e-5 * (step + 1)))
+        torch.testing.assert_close(r.cpu(), expected)
+    assert counts[1:] == [3, 3]  # mul, native_layer_norm, gelu

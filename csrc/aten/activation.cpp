@@ -11,6 +11,7 @@
 
 #include "aten/dtype.h"
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
 #include "aten/program.h"
 
 namespace tpu::aten {
@@ -39,13 +40,26 @@ void check_float(const char* name, c10::ScalarType type) {
                               c10::toString(type), "'");
 }
 
+constexpr size_t kMaxInputs = 2;
+constexpr size_t kMaxScalars = 3;  // elu's alpha, scale and input_scale
+
 // Lowers `math` over `inputs` (broadcast together) into `out`, computing in out's opmath type.
+// `math` is fixed by the op's name and `variant` (gelu's approximation, say), so an equal
+// call is prepared (see prepared_op.h).
 void lower(const char* name, const std::vector<const at::Tensor*>& inputs,
-           const std::vector<c10::Scalar>& scalars, const Math& math, const at::Tensor& out) {
+           const std::vector<c10::Scalar>& scalars, const Math& math, const at::Tensor& out,
+           int64_t variant = 0) {
   for (const at::Tensor* t : inputs) at::assert_no_partial_overlap(out, *t);
   const c10::ScalarType compute = opmath_type(out.scalar_type());
   std::vector<int64_t> shape = out.sizes().vec();
-  Program p(name);
+  TORCH_INTERNAL_ASSERT(inputs.size() <= kMaxInputs && scalars.size() <= kMaxScalars);
+  auto input_at = [&](size_t i) { return i < inputs.size() ? inputs[i] : nullptr; };
+  auto scalar_at = [&](size_t i) { return i < scalars.size() ? &scalars[i] : nullptr; };
+  PreparedCall call(name, {input_at(0), input_at(1), &out},
+                    {scalar_at(0), scalar_at(1), scalar_at(2)},
+                    {variant, static_cast<int64_t>(compute)});
+  if (call.run()) return;
+  Program p(name, &call);
   auto& b = p.b();
   std::vector<Value> in, s;
   for (const at::Tensor* t : inputs) in.push_back(b.broadcast_to(p.read(*t, compute), shape));
@@ -56,40 +70,41 @@ void lower(const char* name, const std::vector<const at::Tensor*>& inputs,
 
 at::Tensor functional(const char* name, const at::Tensor& self,
                       const std::vector<c10::Scalar>& scalars, const Math& math,
-                      bool allow_integral = false) {
+                      bool allow_integral = false, int64_t variant = 0) {
   if (!allow_integral) check_float(name, self.scalar_type());
   at::Tensor out = at::empty(self.sizes(), self.options());
-  lower(name, {&self}, scalars, math, out);
+  lower(name, {&self}, scalars, math, out, variant);
   return out;
 }
 
 at::Tensor& in_place(const char* name, at::Tensor& self, const std::vector<c10::Scalar>& scalars,
-                     const Math& math, bool allow_integral = false) {
+                     const Math& math, bool allow_integral = false, int64_t variant = 0) {
   if (!allow_integral) check_float(name, self.scalar_type());
   at::assert_no_internal_overlap(self);
-  lower(name, {&self}, scalars, math, self);
+  lower(name, {&self}, scalars, math, self, variant);
   return self;
 }
 
 at::Tensor& out_variant(const char* name, const at::Tensor& self,
                         const std::vector<c10::Scalar>& scalars, const Math& math, at::Tensor& out,
-                        bool allow_integral = false) {
+                        bool allow_integral = false, int64_t variant = 0) {
   if (!allow_integral) check_float(name, self.scalar_type());
   TORCH_CHECK(at::canCast(self.scalar_type(), out.scalar_type()), "result type ",
               self.scalar_type(), " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, self.sizes());
   at::assert_no_internal_overlap(out);
-  lower(name, {&self}, scalars, math, out);
+  lower(name, {&self}, scalars, math, out, variant);
   return out;
 }
 
 // A backward op: math(grad_output, x) with the promoted dtype and broadcast shape.
 at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& x,
-                    const std::vector<c10::Scalar>& scalars, const Math& math) {
+                    const std::vector<c10::Scalar>& scalars, const Math& math,
+                    int64_t variant = 0) {
   c10::ScalarType type = at::result_type(grad, x);
   check_float(name, type);
   at::Tensor out = at::empty(at::infer_size(grad.sizes(), x.sizes()), grad.options().dtype(type));
-  lower(name, {&grad, &x}, scalars, math, out);
+  lower(name, {&grad, &x}, scalars, math, out, variant);
   return out;
 }
 
@@ -217,18 +232,28 @@ const Math kHardsigmoid = [](Builder& b, const std::vector<Value>& in, const std
 };
 }  // namespace
 
+namespace {
+int64_t gelu_variant(c10::string_view approximate) {
+  return static_cast<int64_t>(at::native::get_gelutype_enum(approximate));
+}
+}  // namespace
+
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
-  return functional("aten::gelu", self, {}, gelu_math(approximate));
+  return functional("aten::gelu", self, {}, gelu_math(approximate), false,
+                    gelu_variant(approximate));
 }
 at::Tensor& gelu_(at::Tensor& self, c10::string_view approximate) {
-  return in_place("aten::gelu_", self, {}, gelu_math(approximate));
+  return in_place("aten::gelu_", self, {}, gelu_math(approximate), false,
+                  gelu_variant(approximate));
 }
 at::Tensor& gelu_out(const at::Tensor& self, c10::string_view approximate, at::Tensor& out) {
-  return out_variant("aten::gelu.out", self, {}, gelu_math(approximate), out);
+  return out_variant("aten::gelu.out", self, {}, gelu_math(approximate), out, false,
+                     gelu_variant(approximate));
 }
 at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self,
                          c10::string_view approximate) {
-  return backward("aten::gelu_backward", grad, self, {}, gelu_backward_math(approximate));
+  return backward("aten::gelu_backward", grad, self, {}, gelu_backward_math(approximate),
+                  gelu_variant(approximate));
 }
 
 TPU_ACTIVATION_TRIPLE(silu, "silu", , {}, kSilu, false)
@@ -290,7 +315,8 @@ at::Tensor elu_backward(const at::Tensor& grad, const c10::Scalar& alpha, const 
                                 b.unary("exponential", mul(b, x, s[2])));
     return b.select(b.compare(Compare::LE, x, splat(b, 0, x)), neg, mul(b, g, s[1]));
   };
-  return backward("aten::elu_backward", grad, self_or_result, {alpha, scale, input_scale}, math);
+  return backward("aten::elu_backward", grad, self_or_result, {alpha, scale, input_scale}, math,
+                  is_result);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include "aten/device_errors.h"
 #include "aten/dtype.h"
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
 #include "aten/program.h"
 #include "aten/storage.h"
 #include "runtime/metrics.h"
@@ -74,7 +75,9 @@ static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool /*non_
   if (is_tpu(self) && is_tpu(src)) {
     if (self.device() == src.device()) {
       at::assert_no_partial_overlap(self, src);
-      Program p("aten::copy_");
+      PreparedCall call("aten::copy_", {&src, &self}, {});
+      if (call.run()) return self;
+      Program p("aten::copy_", &call);
       p.write(self, p.read(src));
       p.run();
     } else {

@@ -9,6 +9,7 @@
 #include "aten/device.h"
 #include "aten/dtype.h"
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
 #include "aten/program.h"
 #include "aten/storage.h"
 
@@ -45,7 +46,9 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 }
 
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
-  Program p("aten::fill_.Scalar");
+  PreparedCall call("aten::fill_.Scalar", {&self}, {&value});
+  if (call.run()) return self;
+  Program p("aten::fill_.Scalar", &call);
   p.write(self, p.scalar(value, self.scalar_type()));
   p.run();
   return self;
@@ -61,7 +64,9 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
 }
 
 at::Tensor& zero_(at::Tensor& self) {
-  Program p("aten::zero_");
+  PreparedCall call("aten::zero_", {&self}, {});
+  if (call.run()) return self;
+  Program p("aten::zero_", &call);
   p.write(self, p.b().constant(0, element_type(self.scalar_type())));
   p.run();
   return self;

@@ -8,6 +8,7 @@
 
 #include "aten/dtype.h"
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
 #include "aten/program.h"
 
 namespace tpu::aten {
@@ -31,6 +32,10 @@ Value scalar(Builder& b, double v, const Value& like) {
 }
 
 bool defined(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
+// An optional argument as a PreparedCall slot (null when absent).
+const at::Tensor* optional_tensor(const std::optional<at::Tensor>& t) {
+  return defined(t) ? &*t : nullptr;
+}
 
 // Statistics dtype: float32 when a half input comes with float parameters (PyTorch's
 // "mixed type"), the input dtype otherwise.
@@ -68,14 +73,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(
   at::Tensor rstd = at::empty(stat_shape, mean.options());
   if (input.numel() == 0) return {out, mean, rstd};
   const c10::ScalarType compute = opmath_type(input.scalar_type());
-  Program p("aten::native_layer_norm");
+  const c10::Scalar epsilon(eps);  // a run-time operand: one program for every eps
+  // M and N follow from the input's sizes and how many of its dimensions are normalized.
+  PreparedCall call("aten::native_layer_norm",
+                    {&input, optional_tensor(weight), optional_tensor(bias), &out, &mean, &rstd},
+                    {&epsilon}, {axis});
+  if (call.run()) return {out, mean, rstd};
+  Program p("aten::native_layer_norm", &call);
   auto& b = p.b();
   Value x = b.reshape(p.read(input, compute), {M, N});
   Value m = mul(b, sum(b, x, {1}), b.broadcast_to(b.constant(1.0 / N, x.element()), {M}));
   Value xc = sub(b, x, back(b, m, x, {0}));
   Value var =
       mul(b, sum(b, mul(b, xc, xc), {1}), b.broadcast_to(b.constant(1.0 / N, x.element()), {M}));
-  Value r = b.unary("rsqrt", b.binary("add", var, b.broadcast_to(p.scalar(eps, compute), {M})));
+  Value r = b.unary("rsqrt", b.binary("add", var, b.broadcast_to(p.scalar(epsilon, compute), {M})));
   Value y = mul(b, xc, back(b, r, x, {0}));
   if (defined(weight)) y = mul(b, y, back(b, b.reshape(p.read(*weight, compute), {N}), x, {1}));
   if (defined(bias)) {
@@ -104,7 +115,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
     return {grad_input, grad_weight, grad_bias};
   }
   const c10::ScalarType compute = opmath_type(input.scalar_type());
-  Program p("aten::native_layer_norm_backward");
+  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  PreparedCall call("aten::native_layer_norm_backward",
+                    {&grad_out, &input, &mean, &rstd, optional_tensor(weight), &grad_input,
+                     &grad_weight, &grad_bias},
+                    {}, {axis});
+  if (call.run()) return {grad_input, grad_weight, grad_bias};
+  Program p("aten::native_layer_norm_backward", &call);
   auto& b = p.b();
   Value x = b.reshape(p.read(input, compute), {M, N});
   Value g = b.reshape(p.read(grad_out, compute), {M, N});

@@ -8,6 +8,7 @@
 
 #include "aten/dtype.h"
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
 #include "aten/program.h"
 
 namespace tpu::aten {
@@ -46,7 +47,9 @@ void lower_forward(const char* name, const at::Tensor& self, int64_t dim, bool l
                    const at::Tensor& out) {
   dim = at::maybe_wrap_dim(dim, self.dim());
   const c10::ScalarType compute = opmath_type(out.scalar_type());
-  Program p(name);
+  PreparedCall call(name, {&self, &out}, {}, {dim, log});
+  if (call.run()) return;
+  Program p(name, &call);
   auto& b = p.b();
   Value x = b.reshape(p.read(self, compute), working_shape(self));
   Value shifted = b.binary(
@@ -87,7 +90,9 @@ void lower_backward(const char* name, const at::Tensor& grad, const at::Tensor& 
               "same shape, got ",
               grad.sizes(), " and ", output.sizes());
   const c10::ScalarType compute = opmath_type(grad.scalar_type());
-  Program p(name);
+  PreparedCall call(name, {&grad, &output, &grad_input}, {}, {dim, log});
+  if (call.run()) return;
+  Program p(name, &call);
   auto& b = p.b();
   std::vector<int64_t> shape = working_shape(grad);
   Value g = b.reshape(p.read(grad, compute), shape);
