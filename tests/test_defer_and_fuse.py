@@ -197,7 +197,8 @@ def test_autograd_matches_strict(deferred):
         torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-5, atol=1e-6)
 
 
-def _train(mode, steps=6, sync=True):
+def _small_training_setup():
+    """A seeded small classifier on tpu, its AdamW optimizer and one batch (x, y)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4)
@@ -205,6 +206,11 @@ def _train(mode, steps=6, sync=True):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     x = torch.randn(8, 16).to("tpu")
     y = torch.randint(0, 4, (8,)).to("tpu")
+    return model, optimizer, x, y
+
+
+def _train(mode, steps=6, sync=True):
+    model, optimizer, x, y = _small_training_setup()
     losses, compiles = [], []
     torch.tpu.reset_peak_memory_stats()
     with torch_tpu.eager_mode(mode):
@@ -252,13 +258,7 @@ def _loop_reading_the_loss(steps, read_every):
     fused graphs run before backward() has recorded past the loss (seen from a hook on the
     model's output, which the autograd engine calls after the loss's backward), early cuts,
     and compiles."""
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4)
-    ).to("tpu")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    x = torch.randn(8, 16).to("tpu")
-    y = torch.randint(0, 4, (8,)).to("tpu")
+    model, optimizer, x, y = _small_training_setup()
     losses, ran_before_backward, cuts, compiles = [], [], [], []
     with torch_tpu.eager_mode("defer_and_fuse"):
         torch_tpu.sync()
