@@ -370,7 +370,12 @@ int GraphReplay::finish(const std::vector<GraphArgument>& args,
       runtime::DeviceStorage* storage = storage_of(t);
       auto argument = storage ? argument_storages.find(storage) : argument_storages.end();
       auto result = storage ? result_index.find(storage) : result_index.end();
-      if (storage == nullptr) {
+      // A storage nothing ever wrote reads as zeros, as a new empty one does (the unused
+      // random-seed tensors fused attention returns for its backward).
+      const bool never_written = storage != nullptr && !storage->has_buffer() &&
+                                 argument == argument_storages.end() &&
+                                 result == result_index.end() && t.storage_offset() == 0;
+      if (storage == nullptr || never_written) {
         out.kind = OutputTemplate::Empty;
       } else if (argument != argument_storages.end()) {
         out.kind = OutputTemplate::Argument;

@@ -36,18 +36,21 @@ hlo::Value product(Program& p, const at::Tensor& mat1, const at::Tensor& mat2) {
                            element_type(accumulate_type(mat1.scalar_type())));
 }
 
-// What a matrix product's program depends on beyond its operands' metadata: the float32
-// matmul precision (a precision_config in the program), whether it calls the host matmul
-// kernels, and which of alpha and beta are the integers the lowering leaves out (1, 0).
+}  // namespace
+
 int64_t matmul_setting() {
   return static_cast<int64_t>(at::globalContext().float32MatmulPrecision()) * 2 +
          host_kernels::host_matmul_enabled();
 }
 
+namespace {
+
 bool is_integer(const c10::Scalar& s, int64_t value) {
   return s.isIntegral(true) && s.to<int64_t>() == value;
 }
 
+// A product's statics: matmul_setting() and which of alpha and beta are the integers the
+// lowering leaves out (1, 0).
 std::vector<int64_t> product_statics(const c10::Scalar& beta, const c10::Scalar& alpha) {
   return {matmul_setting(), is_integer(alpha, 1), is_integer(beta, 0), is_integer(beta, 1)};
 }

@@ -318,6 +318,10 @@ at::Tensor& isin_scalar_tensor_out(const c10::Scalar& element, const at::Tensor&
 // ======== end of reductions and sorting ========
 
 // matmul.cpp
+// What a matrix product's program depends on beyond its operands' metadata (a PreparedCall
+// static): the float32 matmul precision (a precision_config in the program) and whether it
+// calls the host matmul kernels.
+int64_t matmul_setting();
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
@@ -720,5 +724,19 @@ at::Tensor& amp_update_scale_(at::Tensor& scale, at::Tensor& growth_tracker,
                               const at::Tensor& found_inf, double growth_factor,
                               double backoff_factor, int64_t growth_interval);
 // ======== end of mixed precision ========
+
+// attention.cpp (it also answers PyTorch's _fused_sdp_choice_stub for tpu tensors)
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
+           at::Tensor, at::Tensor>
+fused_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
+                bool return_debug_mask, std::optional<double> scale);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backward(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key,
+    const at::Tensor& value, const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask,
+    const at::Tensor& out, const at::Tensor& logsumexp, const at::Tensor& cum_seq_q,
+    const at::Tensor& cum_seq_k, c10::SymInt max_q, c10::SymInt max_k, double dropout_p,
+    bool is_causal, const at::Tensor& philox_seed, const at::Tensor& philox_offset,
+    std::optional<double> scale);
 
 }  // namespace tpu::aten

@@ -352,6 +352,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_backward));
   m.impl("_log_softmax_backward_data.out", TORCH_FN(log_softmax_backward_out));
 
+  // attention.cpp
+  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(fused_attention));
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward",
+         TORCH_FN(fused_attention_backward));
+
   // norm.cpp
   m.impl("native_layer_norm", TORCH_FN(native_layer_norm));
   m.impl("native_layer_norm_backward", TORCH_FN(native_layer_norm_backward));
