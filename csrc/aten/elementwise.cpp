@@ -115,10 +115,15 @@ void check_operands(Op op, const at::Tensor& self, const Operand& other, const c
   if (op == Op::Sub) {
     if (other.tensor != nullptr) {
       at::native::sub_check(self, *other.tensor);
-    } else {
-      TORCH_CHECK(self.scalar_type() != c10::kBool || !other.scalar->isBoolean(),
+    } else {  // as sub_check on the scalar wrapped in a tensor, as the CPU's sub.Scalar does
+      const bool bool_self = self.scalar_type() == c10::kBool;
+      TORCH_CHECK(!bool_self || !other.scalar->isBoolean(),
                   "Subtraction, the `-` operator, with two bool tensors is not supported. "
                   "Use the `^` or `logical_xor()` operator instead.");
+      TORCH_CHECK(!bool_self && !other.scalar->isBoolean(),
+                  "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                  "If you are trying to invert a mask, use the `~` or `logical_not()` operator "
+                  "instead.");
     }
   }
   if (alpha != nullptr) {

@@ -98,10 +98,10 @@ bool prepared_ops_enabled() {
   return enabled;
 }
 
-PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tensor*> tensors,
-                           std::initializer_list<const c10::Scalar*> scalars,
+PreparedCall::PreparedCall(const char* op, c10::ArrayRef<const at::Tensor*> tensors,
+                           c10::ArrayRef<const c10::Scalar*> scalars,
                            const std::vector<int64_t>& statics)
-    : op_(op), tensors_(tensors), scalars_(scalars) {
+    : op_(op), tensors_(tensors.begin(), tensors.end()), scalars_(scalars.begin(), scalars.end()) {
   if (!prepared_ops_enabled()) return;
   const EagerMode mode = eager_mode();
   if (mode != EagerMode::Strict && mode != EagerMode::DeferAndFuse) return;
@@ -119,6 +119,10 @@ PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tenso
   *word++ = deferred_;  // a prepared strict call and a recorded one are kept apart
   for (int64_t s : statics) *word++ = s;
   c10::SmallVector<const void*, 8> storages;  // of the slots so far: which share one
+  // A multi-tensor call (a _foreach_ op over a model's parameters) has hundreds of slots: its
+  // first slot per storage is found by hashing, not by a scan of the slots before.
+  std::unordered_map<const void*, int64_t> first_slot;
+  const bool many = tensors_.size() > 16;
   for (const at::Tensor* t : tensors_) {
     const void* storage = nullptr;
     if (t == nullptr || !t->defined()) {
@@ -146,7 +150,11 @@ PreparedCall::PreparedCall(const char* op, std::initializer_list<const at::Tenso
       *word++ = static_cast<int64_t>(device->element_type());
     }
     int64_t alias = -1;
-    for (size_t i = 0; storage != nullptr && i < storages.size(); ++i) {
+    if (many && storage != nullptr) {
+      auto [found, inserted] = first_slot.emplace(storage, static_cast<int64_t>(storages.size()));
+      if (!inserted) alias = found->second;
+    }
+    for (size_t i = 0; !many && storage != nullptr && i < storages.size(); ++i) {
       if (storages[i] == storage) {
         alias = static_cast<int64_t>(i);
         break;

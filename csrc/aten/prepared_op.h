@@ -23,6 +23,7 @@
 // random key, a constant tensor made inside the lowering) is not prepared.
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
+#include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 
 #include <cstdint>
@@ -52,9 +53,8 @@ class PreparedCall {
  public:
   // `tensors` and `scalars` may hold nullptr (an absent optional argument); they must stay
   // alive while the call is lowered or run.
-  PreparedCall(const char* op, std::initializer_list<const at::Tensor*> tensors,
-               std::initializer_list<const c10::Scalar*> scalars,
-               const std::vector<int64_t>& statics = {});
+  PreparedCall(const char* op, c10::ArrayRef<const at::Tensor*> tensors,
+               c10::ArrayRef<const c10::Scalar*> scalars, const std::vector<int64_t>& statics = {});
 
   // Runs the program prepared by an equal earlier call (strict mode), or records it into
   // the pending graph (defer_and_fuse mode); false where there is none (then lower the call
