@@ -246,6 +246,7 @@ fused_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor
                     {is_causal, matmul_setting()});
   if (!call.run()) {
     Program p(kName, &call);
+    p.compile_as_graph();
     Builder& b = p.b();
     Value x = scores(p, s, flat(p, query, s.n, compute), flat(p, key, s.n, compute), bias,
                      is_causal, scale_value, compute);
@@ -304,6 +305,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
                     {&scale_value}, {is_causal, bias_grad, matmul_setting()});
   if (call.run()) return {grad_q, grad_k, grad_v, grad_bias};
   Program p(kName, &call);
+  p.compile_as_graph();
   Builder& b = p.b();
   Value q = flat(p, query, s.n, compute);
   Value k = flat(p, key, s.n, compute);

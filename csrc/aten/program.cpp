@@ -315,12 +315,17 @@ void Program::run_now() {
   size_t bytes = 0;
   for (const StorageState& state : storages_) bytes += state.storage->nbytes();
   for (const Operand& operand : operands_) bytes += operand.bytes.size();
-  const runtime::ProgramKind kind =
-      bytes <= runtime::kQuickOpMaxBytes ? runtime::ProgramKind::QuickOp : runtime::ProgramKind::Op;
-  auto executable =
-      compile_options_ == nullptr
-          ? rt.programs().get(builder_.module_text(results), op_name_, kind)
-          : rt.programs().get(builder_.module_text(results), op_name_, *compile_options_);
+  const runtime::ProgramKind kind = compile_as_graph_ ? runtime::ProgramKind::Graph
+                                    : bytes <= runtime::kQuickOpMaxBytes
+                                        ? runtime::ProgramKind::QuickOp
+                                        : runtime::ProgramKind::Op;
+  std::string text = builder_.module_text(results);
+  // Programs are cached by their text: one compiled with the graph options is kept apart
+  // from the same text compiled as a one-op program (by an earlier version, say).
+  if (compile_as_graph_) text += "// compiled as a graph\n";
+  auto executable = compile_options_ == nullptr
+                        ? rt.programs().get(text, op_name_, kind)
+                        : rt.programs().get(text, op_name_, *compile_options_);
 
   std::vector<pjrt::BufferPtr> inputs;
   inputs.reserve(operands_.size());

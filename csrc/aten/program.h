@@ -51,6 +51,10 @@ class Program {
   // computed asynchronously. In defer_and_fuse mode the program is recorded into
   // the device's pending graph instead.
   void run();
+  // Compiles this op's program as a fused graph is compiled (XLA:CPU's fusion emitters on),
+  // not with the options for one-op programs: for lowerings that emit many ops that XLA
+  // fuses into a few loops (attention), where those emitters are worth their compile time.
+  void compile_as_graph() { compile_as_graph_ = true; }
   // Runs this program as one participant of a collective: compiled with
   // `compile_options` (replicated over the group's devices, see
   // pjrt::replicated_compile_options) and launched with `launch_id`, which every
@@ -98,6 +102,7 @@ class Program {
   OperandSource pending_source_;
   const std::string* compile_options_ = nullptr;  // set by run_collective
   int launch_id_ = 0;
+  bool compile_as_graph_ = false;
   hlo::Builder builder_;
   int device_ = -1;
   std::vector<StorageState> storages_;
