@@ -390,3 +390,14 @@ def test_defer_and_fuse_records_layer_norm_and_gelu_prepared():
         expected = F.gelu(F.layer_norm(x * (step + 1), (16,), w, None, 1e-5 * (step + 1)))
         torch.testing.assert_close(r.cpu(), expected)
     assert counts[1:] == [3, 3]  # mul, native_layer_norm, gelu
+
+
+def test_cat_runs_prepared():
+    """cat's parts (any number, empty ones included) and their dtypes are in the signature."""
+    a, b, c = torch.randn(3, 4), torch.randn(2, 4), torch.randn(5, 4)
+    check_repeated(lambda x, y, z, i: torch.cat([x, y, z]), a, b, c)
+    check_repeated(lambda x, y, z, i: torch.cat([x.t(), z.t()], dim=1), a, b, c)
+    check_repeated(lambda x, y, z, i: torch.cat([x, y[:0], y]), a, b, c)
+    check_repeated(lambda x, y, z, i: torch.cat([x, y.double(), x]), a, b, c)
+    # A different number of parts is another signature, never served the first's program.
+    check_repeated(lambda x, y, z, i: torch.cat([x] * (i % 2 + 1)), a, b, c, expect_prepared=False)

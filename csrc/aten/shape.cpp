@@ -14,6 +14,7 @@
 #include "aten/dtype.h"
 #include "aten/index.h"
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
 #include "aten/program.h"
 
 namespace tpu::aten {
@@ -62,9 +63,18 @@ std::vector<int64_t> cat_shape(const at::ITensorListRef& tensors, int64_t& dim) 
 
 void lower_cat(const at::ITensorListRef& tensors, int64_t dim, const at::Tensor& out) {
   if (out.numel() == 0) return;
-  Program p("aten::cat.out");
+  static const char* const kName = "aten::cat.out";
+  // The parts' sizes (which are empty and left out) and dtypes are in the call's signature.
+  const std::vector<at::Tensor> list(tensors.begin(), tensors.end());
+  std::vector<const at::Tensor*> slots;
+  slots.reserve(list.size() + 1);
+  for (const at::Tensor& t : list) slots.push_back(&t);
+  slots.push_back(&out);
+  PreparedCall call(kName, slots, {}, {dim});
+  if (call.run()) return;
+  Program p(kName, &call);
   std::vector<Value> parts;
-  for (const at::Tensor& t : tensors) {
+  for (const at::Tensor& t : list) {
     if (legacy_empty(t) || t.numel() == 0) continue;
     parts.push_back(p.read(t, out.scalar_type()));
   }
