@@ -401,3 +401,15 @@ def test_cat_runs_prepared():
     check_repeated(lambda x, y, z, i: torch.cat([x, y.double(), x]), a, b, c)
     # A different number of parts is another signature, never served the first's program.
     check_repeated(lambda x, y, z, i: torch.cat([x] * (i % 2 + 1)), a, b, c, expect_prepared=False)
+
+
+def test_arange_runs_prepared_with_new_start_and_step():
+    x = torch.zeros(1)
+
+    def floats(t, i):
+        step = 0.5 * (i + 1)
+        return torch.arange(3.0 * i, 3.0 * i + 8 * step, step, device=t.device) + t
+
+    check_repeated(floats, x)
+    check_repeated(lambda t, i: torch.arange(i, i + 8, device=t.device) + t.long(), x)
+    check_repeated(lambda t, i: torch.arange(9 - i, -7 - i, -2, device=t.device) * t.long(), x)

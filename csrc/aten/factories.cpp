@@ -88,7 +88,11 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   // start + i * step, in 64 bits like PyTorch's accumulate type, then cast.
   c10::ScalarType wide = integral ? c10::kLong : c10::kDouble;
   hlo::ElementType wide_type = element_type(wide);
-  Program p("aten::arange.start_out");
+  // The count is in out's size; start and step are run-time operands.
+  static const char* const kName = "aten::arange.start_out";
+  PreparedCall call(kName, {&out}, {&start, &step}, {integral});
+  if (call.run()) return out;
+  Program p(kName, &call);
   auto& b = p.b();
   std::vector<int64_t> shape{out.numel()};
   hlo::Value index = b.convert(b.iota(hlo::TensorType{hlo::ElementType::S64, shape}, 0), wide_type);
