@@ -413,3 +413,28 @@ def test_arange_runs_prepared_with_new_start_and_step():
     check_repeated(floats, x)
     check_repeated(lambda t, i: torch.arange(i, i + 8, device=t.device) + t.long(), x)
     check_repeated(lambda t, i: torch.arange(9 - i, -7 - i, -2, device=t.device) * t.long(), x)
+
+
+def test_nll_loss_and_its_target_check_run_prepared():
+    """Cross entropy's nll_loss forward, backward and target check are prepared; a bad target
+    in a later, prepared call still raises the CPU's IndexError."""
+    logits, target = torch.randn(6, 5), torch.tensor([0, 4, 2, 1, 3, 2])
+
+    def loss_and_grad(x, i):  # the target is not an argument: check_repeated scales those
+        x = x.clone().requires_grad_()
+        t = target.to(x.device)
+        loss = torch.nn.functional.cross_entropy(x, t, ignore_index=i % 3, reduction="mean")
+        loss.backward()
+        return torch.cat([loss.detach().reshape(1), x.grad.flatten()])
+
+    check_repeated(loss_and_grad, logits)
+    check_repeated(
+        lambda x, i: torch.nn.functional.nll_loss(
+            x.log_softmax(1), target.to(x.device), reduction="none"
+        ),
+        logits,
+    )
+    bad = target.clone()
+    bad[3] = 5
+    with pytest.raises(IndexError, match="out of bounds"):
+        torch.nn.functional.cross_entropy(logits.to("tpu"), bad.to("tpu")).item()

@@ -7,6 +7,7 @@
 
 #include "aten/dtype.h"
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
 #include "aten/program.h"
 
 namespace tpu::aten {
@@ -18,6 +19,9 @@ using hlo::Compare;
 using hlo::Value;
 
 bool defined(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
+const at::Tensor* optional_tensor(const std::optional<at::Tensor>& t) {
+  return defined(t) ? &*t : nullptr;
+}
 
 // The input's layout as [rows, C]: which axis holds the classes and how to move it last.
 struct Layout {
@@ -83,19 +87,24 @@ void check_targets(const at::Tensor& target, int64_t classes, int64_t ignore_ind
   if (target.numel() == 0) return;
   at::Tensor worst = at::empty({}, target.options().dtype(c10::kLong));
   const double none = static_cast<double>(std::numeric_limits<int64_t>::min());
-  Program p("aten::nll_loss(target check)");
-  auto& b = p.b();
-  Value t = p.read(target, c10::kLong);
-  auto splat = [&](const Value& v) { return b.broadcast_to(v, t.dims()); };
-  Value ignored = b.compare(Compare::EQ, t, splat(p.scalar(ignore_index, c10::kLong)));
-  Value bad = b.binary("or", b.compare(Compare::LT, t, splat(b.constant(0, t.element()))),
-                       b.compare(Compare::GE, t, splat(p.scalar(classes, c10::kLong))));
-  bad = b.binary("and", bad, b.unary("not", ignored));
-  Value marked = b.select(bad, t, splat(b.constant(none, t.element())));
-  std::vector<int64_t> all(t.rank());
-  for (int64_t d = 0; d < t.rank(); ++d) all[d] = d;
-  p.write(worst, b.reduce(marked, b.constant(none, t.element()), hlo::Reduction::Max, all));
-  p.run();
+  static const char* const kName = "aten::nll_loss(target check)";
+  const c10::Scalar ignore(ignore_index), count(classes);
+  PreparedCall call(kName, {&target, &worst}, {&ignore, &count});
+  if (!call.run()) {
+    Program p(kName, &call);
+    auto& b = p.b();
+    Value t = p.read(target, c10::kLong);
+    auto splat = [&](const Value& v) { return b.broadcast_to(v, t.dims()); };
+    Value ignored = b.compare(Compare::EQ, t, splat(p.scalar(ignore, c10::kLong)));
+    Value bad = b.binary("or", b.compare(Compare::LT, t, splat(b.constant(0, t.element()))),
+                         b.compare(Compare::GE, t, splat(p.scalar(count, c10::kLong))));
+    bad = b.binary("and", bad, b.unary("not", ignored));
+    Value marked = b.select(bad, t, splat(b.constant(none, t.element())));
+    std::vector<int64_t> all(t.rank());
+    for (int64_t d = 0; d < t.rank(); ++d) all[d] = d;
+    p.write(worst, b.reduce(marked, b.constant(none, t.element()), hlo::Reduction::Max, all));
+    p.run();
+  }
   check_later(worst, [](const at::Tensor& host) {
     const int64_t value = host.item<int64_t>();
     TORCH_CHECK_INDEX(value == std::numeric_limits<int64_t>::min(), "Target ", value,
@@ -112,7 +121,7 @@ struct Rows {
 };
 
 Rows rows_of(Program& p, const at::Tensor& target, const std::optional<at::Tensor>& weight,
-             const Layout& l, int64_t ignore_index, c10::ScalarType compute) {
+             const Layout& l, const c10::Scalar& ignore_index, c10::ScalarType compute) {
   auto& b = p.b();
   Rows r;
   Value t = b.reshape(p.read(target, c10::kLong), {l.rows});
@@ -139,9 +148,13 @@ void lower_forward(const char* name, const at::Tensor& self, const at::Tensor& t
   const Layout l = layout_of(self);
   check_targets(target, l.classes, ignore_index);
   const c10::ScalarType compute = opmath_type(self.scalar_type());
-  Program p(name);
+  const c10::Scalar ignore(ignore_index);
+  PreparedCall call(name, {&self, &target, optional_tensor(weight), &output, &total_weight},
+                    {&ignore}, {reduction});
+  if (call.run()) return;
+  Program p(name, &call);
   auto& b = p.b();
-  Rows r = rows_of(p, target, weight, l, ignore_index, compute);
+  Rows r = rows_of(p, target, weight, l, ignore, compute);
   Value x = b.reshape(b.transpose(p.read(self, compute), l.permutation), {l.rows * l.classes});
   Value row_start = b.binary(
       "multiply", b.iota(hlo::TensorType{hlo::ElementType::S64, {l.rows}}, 0),
@@ -186,9 +199,14 @@ at::Tensor backward(const char* name, const at::Tensor& grad_output, const at::T
   const Layout l = layout_of(self);
   const c10::ScalarType compute = opmath_type(self.scalar_type());
   const hlo::ElementType e = element_type(compute);
-  Program p(name);
+  const c10::Scalar ignore(ignore_index);
+  PreparedCall call(
+      name, {&grad_output, &self, &target, optional_tensor(weight), &total_weight, &grad_input},
+      {&ignore}, {reduction});
+  if (call.run()) return grad_input;
+  Program p(name, &call);
   auto& b = p.b();
-  Rows r = rows_of(p, target, weight, l, ignore_index, compute);
+  Rows r = rows_of(p, target, weight, l, ignore, compute);
   Value g = p.read(grad_output, compute);
   Value scale = reduction == at::Reduction::None
                     ? b.reshape(g, {l.rows})
