@@ -438,3 +438,20 @@ def test_nll_loss_and_its_target_check_run_prepared():
     bad[3] = 5
     with pytest.raises(IndexError, match="out of bounds"):
         torch.nn.functional.cross_entropy(logits.to("tpu"), bad.to("tpu")).item()
+
+
+def test_index_select_embedding_and_the_bounds_check_run_prepared():
+    """index_select, its bounds check and embedding's backward are prepared; an index out of
+    range in a later, prepared call still raises the CPU's IndexError."""
+    table, idx = torch.randn(7, 4), torch.tensor([3, 0, 6, 3])
+    check_repeated(lambda w, i: w.index_select(0, idx.to(w.device)), table)
+    check_repeated(lambda w, i: w.index_select(1, (idx % 4).to(w.device)), table)
+
+    def embedding_grad(w, i):  # padding_idx changes value each call: a run-time operand
+        w = w.clone().requires_grad_()
+        torch.nn.functional.embedding(idx.to(w.device), w, padding_idx=i % 3).sum().backward()
+        return w.grad
+
+    check_repeated(embedding_grad, table)
+    with pytest.raises(IndexError, match="index out of range"):
+        table.to("tpu").index_select(0, torch.tensor([3, 0, 7, 3], device="tpu")).cpu()

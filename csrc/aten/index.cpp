@@ -12,6 +12,7 @@
 
 #include "aten/dtype.h"
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
 #include "aten/program.h"
 
 namespace tpu::aten {
@@ -109,14 +110,18 @@ Value put_along(Builder& b, const Value& x, int64_t dim, const Value& index, con
 
 void check_min_max(const at::Tensor& index, std::function<void(int64_t lo, int64_t hi)> check) {
   at::Tensor out = at::empty({2}, index.options().dtype(at::kLong));
-  Program p("tpu::index_min_max");
-  auto& b = p.b();
-  Value v = b.reshape(p.read(index, at::kLong), {index.numel()});
-  const double big = 4611686018427387904.0;  // 2^62, exact in a double
-  Value lo = b.reduce(v, b.constant(big, hlo::ElementType::S64), hlo::Reduction::Min, {0});
-  Value hi = b.reduce(v, b.constant(-big, hlo::ElementType::S64), hlo::Reduction::Max, {0});
-  p.write(out, b.concatenate({b.reshape(lo, {1}), b.reshape(hi, {1})}, 0));
-  p.run();
+  static const char* const kName = "tpu::index_min_max";
+  PreparedCall call(kName, {&index, &out}, {});
+  if (!call.run()) {
+    Program p(kName, &call);
+    auto& b = p.b();
+    Value v = b.reshape(p.read(index, at::kLong), {index.numel()});
+    const double big = 4611686018427387904.0;  // 2^62, exact in a double
+    Value lo = b.reduce(v, b.constant(big, hlo::ElementType::S64), hlo::Reduction::Min, {0});
+    Value hi = b.reduce(v, b.constant(-big, hlo::ElementType::S64), hlo::Reduction::Max, {0});
+    p.write(out, b.concatenate({b.reshape(lo, {1}), b.reshape(hi, {1})}, 0));
+    p.run();
+  }
   check_later(out, [check = std::move(check)](const at::Tensor& host) {
     const int64_t* values = host.const_data_ptr<int64_t>();
     check(values[0], values[1]);
@@ -301,7 +306,10 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
       TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index out of range in self");
     });
   }
-  Program p("aten::index_select.out");
+  static const char* const kName = "aten::index_select.out";
+  PreparedCall call(kName, {&self, &index, &out}, {}, {dim});
+  if (call.run()) return out;
+  Program p(kName, &call);
   auto& b = p.b();
   Value x = at_least_1d(b, p.read(self));
   Value r = indexing::take_along(b, x, dim, at_least_1d(b, p.read(index, at::kLong)));
@@ -426,7 +434,12 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
   const int64_t width = grad_output.size(-1);
   at::Tensor out = at::empty({num_weights, width}, grad_output.options());
   const c10::ScalarType math = opmath_type(grad_output.scalar_type());
-  Program p("aten::embedding_dense_backward");
+  static const char* const kName = "aten::embedding_dense_backward";
+  const c10::Scalar padding(padding_idx);  // a run-time operand; only its sign shapes the program
+  PreparedCall call(kName, {&grad_output, &indices, &out}, {&padding},
+                    {padding_idx >= 0, scale_grad_by_freq});
+  if (call.run()) return out;
+  Program p(kName, &call);
   auto& b = p.b();
   const hlo::ElementType e = element_type(math);
   Value result = b.broadcast_to(b.constant(0, e), {num_weights, width});
@@ -435,7 +448,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
     Value idx = b.reshape(p.read(indices, at::kLong), {n});
     Value zero = b.broadcast_to(b.constant(0, e), {n, width});
     if (padding_idx >= 0) {
-      Value pad = b.broadcast_to(p.scalar(padding_idx, at::kLong), {n});
+      Value pad = b.broadcast_to(p.scalar(padding, at::kLong), {n});
       Value hit = b.broadcast_in_dim(b.compare(hlo::Compare::EQ, idx, pad), {n, width}, {0});
       g = b.select(hit, zero, g);
     }
