@@ -12,6 +12,7 @@
 // run PyTorch's reference kernels: loops over the tensors calling the per-tensor ATen ops,
 // which then dispatch to the tpu kernels. Registered for every _foreach_ operator the
 // dispatcher knows, so new ones need no code here.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>
@@ -72,8 +73,11 @@ std::unordered_map<c10::OperatorName, Spec>& specs() {
 std::optional<Spec> native_spec(const c10::FunctionSchema& schema) {
   const std::string& full = schema.name();  // aten::_foreach_add_
   std::string base = full.substr(std::string("aten::_foreach_").size());
-  if (schema.overload_name() == "out" || schema.overload_name() == "Tensor") return std::nullopt;
+  const std::string& overload = schema.overload_name();
+  // Not the .Tensor overloads (their scalar is a tensor) nor the out= ones (.Scalar_out, ...).
+  if (overload == "Tensor" || overload.find("out") != std::string::npos) return std::nullopt;
   const bool in_place = !base.empty() && base.back() == '_';
+  if (!in_place && schema.returns().empty()) return std::nullopt;
   if (in_place) base.pop_back();
   auto found = kinds().find(base);
   if (found == kinds().end()) return std::nullopt;
@@ -95,6 +99,7 @@ std::optional<Spec> native_spec(const c10::FunctionSchema& schema) {
 struct Call {
   std::vector<std::vector<at::Tensor>> lists;  // self first
   std::vector<c10::Scalar> scalars;            // one (shared) or one per index; may be empty
+  bool scalar_list = false;                    // scalars came as a Scalar[] (one per index)
   std::optional<c10::Scalar> alpha;
 };
 
@@ -107,6 +112,7 @@ Call parse(const c10::FunctionSchema& schema, const torch::jit::Stack& stack) {
     if (value.isTensorList()) {
       call.lists.push_back(value.toTensorVector());
     } else if (value.isList()) {
+      call.scalar_list = true;
       for (const c10::IValue& item : value.toListRef()) call.scalars.push_back(item.toScalar());
     } else if (arguments[a].name() == "alpha") {
       call.alpha = value.toScalar();
@@ -136,7 +142,8 @@ bool applies(const Spec& spec, const Call& call) {
   for (const auto& list : call.lists) {
     if (list.size() != self.size()) return false;
   }
-  if (call.scalars.size() > 1 && call.scalars.size() != self.size()) return false;
+  // A Scalar list of another length is the loop's error to raise (even of length 1).
+  if (call.scalar_list && call.scalars.size() != self.size()) return false;
   // The per-tensor ops' argument errors (sub of a bool, a bool alpha) are the loop's to raise.
   for (const c10::Scalar& s : call.scalars) {
     if (s.isComplex() || (spec.kind == Kind::Sub && s.isBoolean())) return false;
@@ -154,6 +161,8 @@ bool applies(const Spec& spec, const Call& call) {
       }
     }
     if (!floating(self[i].scalar_type())) return false;
+    // An expanded result (several elements in one place) is the per-tensor op's error.
+    if (spec.in_place && at::has_internal_overlap(self[i]) == at::MemOverlap::Yes) return false;
     if (spec.in_place && !written.emplace(self[i].storage().data_ptr().get(), i).second) {
       return false;  // two results in one storage
     }
@@ -203,7 +212,7 @@ Value compute(Kind kind, Builder& b, const std::vector<Value>& x,
       return b.binary("add", x[0], b.binary("multiply", value, product));
     }
     case Kind::Sqrt: return b.unary("sqrt", x[0]);
-    case Kind::Zero: return splat(b, 0, x[0]);
+    case Kind::Zero: break;  // written without reading its operands (lower_chunk)
   }
   return x[0];
 }
@@ -216,7 +225,7 @@ constexpr size_t kChunk = 128;
 void lower_chunk(const Spec& spec, const Call& call, const std::vector<at::Tensor>& outputs,
                  size_t begin, size_t end) {
   const size_t n = end - begin;
-  const bool per_index_scalar = call.scalars.size() > 1;
+  const bool per_index_scalar = call.scalar_list;
   std::vector<const at::Tensor*> tensors;
   tensors.reserve(n * (call.lists.size() + 1));
   for (const auto& list : call.lists) {
@@ -244,6 +253,10 @@ void lower_chunk(const Spec& spec, const Call& call, const std::vector<at::Tenso
     const c10::ScalarType type = call.lists.front()[i].scalar_type();
     const c10::ScalarType math = opmath_type(type);
     const std::vector<int64_t> shape = call.lists.front()[i].sizes().vec();
+    if (spec.kind == Kind::Zero) {  // writes only: reading self would make it an operand
+      p.write(outputs[i], b.broadcast_to(b.constant(0, element_type(type)), shape));
+      continue;
+    }
     std::vector<Value> x;
     for (const auto& list : call.lists) x.push_back(p.read(list[i], math));
     // add and sub round a Scalar (and alpha) to the tensor's dtype first, as their CPU

@@ -374,7 +374,8 @@ int GraphReplay::finish(const std::vector<GraphArgument>& args,
       // random-seed tensors fused attention returns for its backward).
       const bool never_written = storage != nullptr && !storage->has_buffer() &&
                                  argument == argument_storages.end() &&
-                                 result == result_index.end() && t.storage_offset() == 0;
+                                 result == result_index.end() && t.storage_offset() == 0 &&
+                                 t.is_contiguous() && t.storage().nbytes() == t.nbytes();
       if (storage == nullptr || never_written) {
         out.kind = OutputTemplate::Empty;
       } else if (argument != argument_storages.end()) {
