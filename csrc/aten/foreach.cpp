@@ -196,15 +196,7 @@ Value compute(Kind kind, Builder& b, const std::vector<Value>& x,
     case Kind::Sub: return b.binary("subtract", x[0], second());
     case Kind::Mul: return b.binary("multiply", x[0], second());
     case Kind::Div: return b.binary("divide", x[0], second());
-    case Kind::Lerp: {  // as lerp's kernel: from the nearer end
-      const Value &start = x[0], &end = x[1];
-      const Value w = x.size() > 2 ? x[2] : *scalar;
-      Value diff = b.binary("subtract", end, start);
-      Value low = b.binary("add", start, b.binary("multiply", w, diff));
-      Value high = b.binary("subtract", end,
-                            b.binary("multiply", diff, b.binary("subtract", splat(b, 1, w), w)));
-      return b.select(b.compare(hlo::Compare::LT, b.unary("abs", w), splat(b, 0.5, w)), low, high);
-    }
+    case Kind::Lerp: return lerp(b, x[0], x[1], x.size() > 2 ? x[2] : *scalar);
     case Kind::Addcmul:
     case Kind::Addcdiv: {
       Value product = b.binary(kind == Kind::Addcdiv ? "divide" : "multiply", x[1], x[2]);

@@ -725,6 +725,10 @@ at::Tensor& amp_update_scale_(at::Tensor& scale, at::Tensor& growth_tracker,
                               double backoff_factor, int64_t growth_interval);
 // ======== end of mixed precision ========
 
+// pointwise.cpp: lerp's math (also the foreach lerp's)
+hlo::Value lerp(hlo::Builder& b, const hlo::Value& start, const hlo::Value& end,
+                const hlo::Value& weight);
+
 // attention.cpp (it also answers PyTorch's _fused_sdp_choice_stub for tpu tensors)
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
            at::Tensor, at::Tensor>

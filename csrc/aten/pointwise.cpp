@@ -15,6 +15,19 @@
 
 namespace tpu::aten {
 
+// From the nearer end, as PyTorch's lerp kernels compute it.
+hlo::Value lerp(hlo::Builder& b, const hlo::Value& start, const hlo::Value& end,
+                const hlo::Value& weight) {
+  auto splat = [&](double v) {
+    return b.broadcast_to(b.constant(v, weight.element()), weight.dims());
+  };
+  hlo::Value diff = b.binary("subtract", end, start);
+  hlo::Value low = b.binary("add", start, b.binary("multiply", weight, diff));
+  hlo::Value high =
+      b.binary("subtract", end, b.binary("multiply", diff, b.binary("subtract", splat(1), weight)));
+  return b.select(b.compare(hlo::Compare::LT, b.unary("abs", weight), splat(0.5)), low, high);
+}
+
 namespace {
 
 using hlo::Builder;
@@ -173,14 +186,7 @@ void check_clamp(const Arg& min, const Arg& max) {
 
 // ---- lerp ----
 Math lerp_math() {
-  return [](Builder& b, const std::vector<Value>& v) {
-    const Value &start = v[0], &end = v[1], &w = v[2];
-    Value diff = b.binary("subtract", end, start);
-    Value low = b.binary("add", start, b.binary("multiply", w, diff));
-    Value high = b.binary("subtract", end,
-                          b.binary("multiply", diff, b.binary("subtract", splat(b, 1, w), w)));
-    return b.select(b.compare(Compare::LT, b.unary("abs", w), splat(b, 0.5, w)), low, high);
-  };
+  return [](Builder& b, const std::vector<Value>& v) { return lerp(b, v[0], v[1], v[2]); };
 }
 void check_lerp(const at::Tensor& self, const at::Tensor& end, const at::Tensor* weight) {
   TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
