@@ -9,6 +9,8 @@
 // Results match the math path's: a row whose every score is masked gives zeros, not NaNs.
 // The softmax is computed from the row maximum, in float32 for half inputs; the backward
 // recomputes it rather than have the forward keep the [L, S] probabilities.
+#include "host_kernels/attention.h"
+
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/DispatchStub.h>
@@ -222,6 +224,23 @@ at::Tensor empty_in_layout_of(const at::Tensor& query, c10::IntArrayRef sizes) {
   return at::empty_strided(sizes, strides, query.options());
 }
 
+// On the CPU platform, float32 attention with no mask but the causal one runs PyTorch's CPU
+// flash-attention kernel as a custom call (host_kernels/attention.h): the program around it
+// only lays out q, k and v. Its results are the CPU's own, to the bit.
+bool on_host(const at::Tensor& q, const at::Tensor& v, const at::Tensor* bias) {
+  return host_kernels::host_attention_enabled() && bias == nullptr &&
+         q.scalar_type() == c10::kFloat && v.size(-1) == q.size(-1);
+}
+
+std::vector<Value> host_attention(Builder& b, bool backward, bool is_causal,
+                                  const std::vector<Value>& operands,
+                                  const std::vector<hlo::TensorType>& results) {
+  return b.op_multi("custom_call", operands, results,
+                    "call_target_name = \"" +
+                        host_kernels::host_attention_target(backward, is_causal) +
+                        "\", api_version = 4 : i32, backend_config = {}");
+}
+
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
@@ -248,6 +267,26 @@ fused_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor
     Program p(kName, &call);
     p.compile_as_graph();
     Builder& b = p.b();
+    if (on_host(query, value, bias)) {
+      const hlo::ElementType f32 = hlo::ElementType::F32;
+      std::vector<Value> r = host_attention(
+          b, /*backward=*/false, is_causal,
+          {flat(p, query, s.n, compute), flat(p, key, s.n, compute), flat(p, value, s.n, compute),
+           p.scalar(scale_value, compute)},
+          {hlo::TensorType{f32, {s.n, s.L, s.Ev}}, hlo::TensorType{f32, {s.n, s.L}}});
+      p.write(out, unflatten(b, r[0], s));
+      p.write(logsumexp, b.reshape(r[1], lse_sizes));
+      p.run();
+      return {out,
+              logsumexp,
+              at::Tensor(),
+              at::Tensor(),
+              c10::SymInt(s.L),
+              c10::SymInt(s.S),
+              at::empty({}, query.options().dtype(c10::kLong)),
+              at::empty({}, query.options().dtype(c10::kLong)),
+              at::Tensor()};
+    }
     Value x = scores(p, s, flat(p, query, s.n, compute), flat(p, key, s.n, compute), bias,
                      is_causal, scale_value, compute);
     const Softmax softmax = softmax_rows(b, x, s);
@@ -307,6 +346,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   Program p(kName, &call);
   p.compile_as_graph();
   Builder& b = p.b();
+  if (on_host(query, value, bias)) {
+    const hlo::ElementType f32 = hlo::ElementType::F32;
+    const hlo::TensorType q_type{f32, {s.n, s.L, s.E}}, kv_type{f32, {s.n, s.S, s.E}};
+    std::vector<Value> r = host_attention(
+        b, /*backward=*/true, is_causal,
+        {flat(p, grad_out, s.n, compute), flat(p, query, s.n, compute), flat(p, key, s.n, compute),
+         flat(p, value, s.n, compute), flat(p, out, s.n, compute),
+         b.reshape(p.read(logsumexp, c10::kFloat), {s.n, s.L}), p.scalar(scale_value, compute)},
+        {q_type, kv_type, kv_type});
+    p.write(grad_q, unflatten(b, r[0], s));
+    p.write(grad_k, unflatten(b, r[1], s));
+    p.write(grad_v, unflatten(b, r[2], s));
+    p.run();
+    return {grad_q, grad_k, grad_v, grad_bias};
+  }
   Value q = flat(p, query, s.n, compute);
   Value k = flat(p, key, s.n, compute);
   Value x = scores(p, s, q, k, bias, is_causal, scale_value, compute);

@@ -1,12 +1,8 @@
 #include "matmul.h"
 
 #include <ATen/ops/bmm_cpu_dispatch.h>
-#include <ATen/ops/from_blob.h>
 #include <ATen/ops/mm_cpu_dispatch.h>
 #include <c10/util/Exception.h>
-#include <c10/util/ParallelGuard.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,46 +15,16 @@
 #include <string>
 #include <thread>
 
+#include "ffi_call.h"
 #include "hlo/builder.h"
 #include "pjrt/ffi_extension.h"
 #include "runtime/env_switch.h"
 #include "runtime/runtime.h"
 #include "xla_ffi.h"
 
-// MKL's per-thread thread count (its C entry point). PyTorch's x86 wheels link MKL in and
-// export it; elsewhere (OpenBLAS, Accelerate) the weak reference stays null.
-extern "C" __attribute__((weak)) int MKL_Set_Num_Threads_Local(int count);
-
 namespace tpu::host_kernels {
 
 namespace {
-
-// Each piece of a product runs on one thread, except on the main thread (on_main_thread). On any
-// other thread (XLA's workers, PyTorch's autograd threads for the device) a parallel BLAS starts
-// an OpenMP team per thread, whose threads spin after each call and starve PyTorch's own (the
-// GPT step's CPU eager baseline ran 2.2x slower beside it). Large products are split over XLA's
-// own thread pool instead (run_split).
-class OneThread {
- public:
-  OneThread() : previous_(MKL_Set_Num_Threads_Local ? MKL_Set_Num_Threads_Local(1) : 0) {}
-  ~OneThread() {
-    if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(previous_);
-  }
-  OneThread(const OneThread&) = delete;
-  OneThread& operator=(const OneThread&) = delete;
-
- private:
-  c10::ParallelGuard in_parallel_{true};  // at::parallel_for runs inline
-  int previous_;
-};
-
-// Whether the calling thread is the process's main thread, the one whose OpenMP team PyTorch's
-// CPU kernels use. XLA runs small programs inline on the thread that launches them; on the
-// main thread the product then runs on PyTorch's own threads, exactly as CPU eager's does.
-bool on_main_thread() {
-  thread_local const bool main = getpid() == static_cast<pid_t>(syscall(SYS_gettid));
-  return main;
-}
 
 // Products of at least this many multiply-adds per piece are split between threads. Smaller ones
 // run whole: XLA already runs independent products side by side, and splitting the GPT step's
@@ -66,19 +32,9 @@ bool on_main_thread() {
 // worker takes 1.06 ms split in two against 1.83 ms whole.
 constexpr int64_t kMinSplitWork = int64_t{32} << 20;
 
-c10::ScalarType scalar_type(ffi::DataType type) {
-  switch (type) {
-    case ffi::kF32: return c10::kFloat;
-    case ffi::kF64: return c10::kDouble;
-  }
-  throw std::invalid_argument("unsupported element type " + std::to_string(type));
-}
-
-// A buffer as a CPU tensor over its memory (row-major, as custom-call operands are laid out),
-// with its last two dimensions swapped when `transposed`.
+// A buffer as a CPU tensor with its last two dimensions swapped when `transposed`.
 at::Tensor as_tensor(const ffi::Buffer& buffer, bool transposed) {
-  at::Tensor t = at::from_blob(buffer.data, c10::IntArrayRef(buffer.dims, buffer.rank),
-                               at::TensorOptions().dtype(scalar_type(buffer.dtype)));
+  at::Tensor t = host_kernels::as_tensor(buffer);
   return transposed ? t.transpose(-1, -2) : t;
 }
 
@@ -206,27 +162,11 @@ void run_split(const ffi::CallFrame* frame, const Product& product) {
   if (!shared->error.empty()) throw std::runtime_error(shared->error);
 }
 
-ffi::Error* fail(const ffi::CallFrame* frame, const std::string& message) {
-  ffi::ErrorCreateArgs args{};
-  args.struct_size = sizeof(args);
-  args.message = message.c_str();
-  args.errc = ffi::kInternal;
-  return frame->api->error_create(&args);
-}
-
 // result = op(lhs) @ op(rhs), op a transpose of the last two dimensions where the target's name
 // says so (hlo::host_matmul_target); ranks 2 (mm) and 3 (bmm, batch first).
 template <bool kTransposeLhs, bool kTransposeRhs>
 ffi::Error* matmul(ffi::CallFrame* frame) {
-  ffi::ExtensionBase* extension = frame->extension_start;
-  if (extension != nullptr && extension->type == ffi::kExtensionMetadata) {
-    ffi::Metadata* metadata = reinterpret_cast<ffi::MetadataExtension*>(extension)->metadata;
-    metadata->api_version.major_version = ffi::kApiMajor;
-    metadata->api_version.minor_version = ffi::kApiMinor;
-    metadata->traits = 0;
-    return nullptr;
-  }
-  if (frame->stage != ffi::kExecute) return nullptr;
+  if (not_an_execution(frame)) return nullptr;
   if (frame->args.size != 2 || frame->rets.size != 1) {
     return fail(frame, "torch_tpu host matmul: expected 2 operands and 1 result");
   }

@@ -12,6 +12,7 @@
 #include "aten/generator.h"
 #include "aten/ops.h"
 #include "distributed/c10d_key_value_store.h"
+#include "host_kernels/attention.h"
 #include "host_kernels/matmul.h"
 #include "runtime/host_heap.h"
 #include "runtime/memory.h"
@@ -117,7 +118,9 @@ PYBIND11_MODULE(_C, m) {
         job.num_nodes = num_nodes;
         job.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
         runtime::Runtime& rt = runtime::Runtime::initialize(path, options, std::move(job));
-        if (rt.client().platform_name() == "cpu") host_kernels::install_host_matmul();
+        if (rt.client().platform_name() == "cpu" && host_kernels::install_host_matmul()) {
+          host_kernels::install_host_attention();
+        }
       },
       py::arg("plugin_path"), py::arg("options") = std::vector<pjrt::CreateOption>{},
       py::arg("store") = py::none(), py::arg("node_id") = 0, py::arg("num_nodes") = 1,

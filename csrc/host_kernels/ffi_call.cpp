@@ -1,0 +1,70 @@
+#include "ffi_call.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/from_blob.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace tpu::host_kernels {
+
+namespace {
+
+c10::ScalarType scalar_type(ffi::DataType type) {
+  switch (type) {
+    case ffi::kF32: return c10::kFloat;
+    case ffi::kF64: return c10::kDouble;
+  }
+  throw std::invalid_argument("unsupported element type " + std::to_string(type));
+}
+
+}  // namespace
+
+bool not_an_execution(ffi::CallFrame* frame) {
+  ffi::ExtensionBase* extension = frame->extension_start;
+  if (extension != nullptr && extension->type == ffi::kExtensionMetadata) {
+    ffi::Metadata* metadata = reinterpret_cast<ffi::MetadataExtension*>(extension)->metadata;
+    metadata->api_version.major_version = ffi::kApiMajor;
+    metadata->api_version.minor_version = ffi::kApiMinor;
+    metadata->traits = 0;
+    return true;
+  }
+  return frame->stage != ffi::kExecute;
+}
+
+ffi::Error* fail(const ffi::CallFrame* frame, const std::string& message) {
+  ffi::ErrorCreateArgs args{};
+  args.struct_size = sizeof(args);
+  args.message = message.c_str();
+  args.errc = ffi::kInternal;
+  return frame->api->error_create(&args);
+}
+
+at::Tensor as_tensor(const ffi::Buffer& buffer) {
+  return at::from_blob(buffer.data, c10::IntArrayRef(buffer.dims, buffer.rank),
+                       at::TensorOptions().dtype(scalar_type(buffer.dtype)));
+}
+
+OneThread::OneThread() {
+  // PyTorch sets a thread's OpenMP team size the first time the thread asks for it; asking now
+  // (libtorch's own copy of the lazy initialization) keeps that from undoing the size set below.
+  at::get_num_threads();
+  if (MKL_Set_Num_Threads_Local) previous_mkl_ = MKL_Set_Num_Threads_Local(1);
+  if (omp_set_num_threads && omp_get_max_threads) {
+    previous_omp_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+  }
+}
+
+OneThread::~OneThread() {
+  if (MKL_Set_Num_Threads_Local) MKL_Set_Num_Threads_Local(previous_mkl_);
+  if (omp_set_num_threads && previous_omp_ > 0) omp_set_num_threads(previous_omp_);
+}
+
+bool on_main_thread() {
+  thread_local const bool main = getpid() == static_cast<pid_t>(syscall(SYS_gettid));
+  return main;
+}
+
+}  // namespace tpu::host_kernels

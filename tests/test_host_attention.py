@@ -1,0 +1,145 @@
+"""Attention on the CPU platform run by PyTorch's CPU flash-attention kernel: float32
+scaled_dot_product_attention without a mask (causal or not) becomes a custom call of
+torch_tpu's host attention kernels, forward and backward. Results are the CPU's own, to the
+bit; other cases (a mask, other dtypes, different value width) keep the XLA program; on
+XLA's worker threads the kernel must not start OpenMP teams of its own (their spinning
+halved PyTorch's CPU speed in the same process)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from fresh_process import run_python
+
+import torch_tpu
+
+pytestmark = pytest.mark.skipif(
+    torch_tpu.platform() != "cpu", reason="host attention kernels serve the CPU platform"
+)
+
+
+def attention_and_grads(q, k, v, **kwargs):
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    out = F.scaled_dot_product_attention(q, k, v, **kwargs)
+    grad = torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(out.device)
+    return (out, *torch.autograd.grad(out, (q, k, v), grad))
+
+
+def dumped(tmp_path):
+    return [p.read_text() for p in sorted(tmp_path.glob("*.mlir"))]
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize(
+    "q_shape,kv_shape",
+    [((2, 3, 11, 8), (2, 3, 11, 8)), ((2, 3, 5, 8), (2, 3, 9, 8)), ((1, 2, 9, 16), (1, 2, 4, 16))],
+)
+def test_results_are_the_cpus_to_the_bit(mode, is_causal, q_shape, kv_shape):
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(q_shape, generator=g)
+    k, v = torch.randn(kv_shape, generator=g), torch.randn(kv_shape, generator=g)
+    expected = attention_and_grads(q, k, v, is_causal=is_causal, scale=0.37)
+    with torch_tpu.eager_mode(mode):
+        got = attention_and_grads(
+            q.to("tpu"), k.to("tpu"), v.to("tpu"), is_causal=is_causal, scale=0.37
+        )
+        got = [t.cpu() for t in got]
+    for g_, e in zip(got, expected):
+        assert torch.equal(g_, e)
+
+
+def test_programs_call_the_kernel_in_both_directions(strict, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    q, k, v = (torch.randn(3, 2, 13, 4) for _ in range(3))  # shapes of this test alone
+    attention_and_grads(q.to("tpu"), k.to("tpu"), v.to("tpu"), is_causal=True)
+    calls = [t for t in dumped(tmp_path) if "host_attention" in t]
+    assert len(calls) == 2
+    assert '"torch_tpu.host_attention_causal"' in calls[0]
+    assert '"torch_tpu.host_attention_backward_causal"' in calls[1]
+    assert all("exponential" not in t for t in calls)  # no softmax of XLA's left
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["additive mask", "boolean mask", "float64", "bfloat16", "value width differs"],
+)
+def test_other_cases_keep_the_xla_program_and_match_cpu(strict, tmp_path, monkeypatch, case):
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    g = torch.Generator().manual_seed(1)
+    dtype = {"float64": torch.float64, "bfloat16": torch.bfloat16}.get(case, torch.float32)
+    q, k = (torch.randn(2, 2, 7, 6, generator=g).to(dtype) for _ in range(2))
+    v = torch.randn(2, 2, 7, 5 if case == "value width differs" else 6, generator=g).to(dtype)
+    kwargs = {}
+    if case == "additive mask":
+        kwargs["attn_mask"] = torch.randn(7, 7, generator=g)
+    if case == "boolean mask":
+        kwargs["attn_mask"] = torch.rand(7, 7, generator=g) > 0.3
+    expected = attention_and_grads(q, k, v, **kwargs)
+    device_kwargs = {name: t.to("tpu") for name, t in kwargs.items()}
+    got = attention_and_grads(q.to("tpu"), k.to("tpu"), v.to("tpu"), **device_kwargs)
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else {}
+    for g_, e in zip(got, expected):
+        torch.testing.assert_close(g_.cpu(), e, **tol)
+    texts = dumped(tmp_path)
+    assert texts and not any("host_attention" in t for t in texts)
+
+
+def test_switching_host_kernels_off_takes_the_xla_program(strict, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    q, k, v = (torch.randn(2, 5, 3, 4) for _ in range(3))
+    expected = attention_and_grads(q, k, v)
+    torch_tpu._C._set_host_matmul_enabled(False)
+    try:
+        got = attention_and_grads(q.to("tpu"), k.to("tpu"), v.to("tpu"))
+    finally:
+        torch_tpu._C._set_host_matmul_enabled(True)
+    for g_, e in zip(got, expected):
+        torch.testing.assert_close(g_.cpu(), e)
+    texts = dumped(tmp_path)
+    assert len(texts) == 2 and not any("host_attention" in t for t in texts)
+
+
+def test_compiled_gpt_attention_replays_with_the_kernel():
+    q, k, v = (torch.randn(4, 2, 8, 4) for _ in range(3))
+    expected = attention_and_grads(q, k, v, is_causal=True)
+    step = torch.compile(
+        lambda a, b, c: attention_and_grads(a, b, c, is_causal=True), backend="tpu"
+    )
+    for _ in range(3):
+        got = step(q.to("tpu"), k.to("tpu"), v.to("tpu"))
+        for g_, e in zip(got, expected):
+            torch.testing.assert_close(g_.cpu(), e)
+
+
+def test_the_kernel_starts_no_openmp_team_on_xla_workers():
+    # Each XLA worker that ran a parallel ATen kernel would hold an OpenMP team of its own:
+    # threads that spin after every call. The first version did, and PyTorch's CPU eager GPT
+    # step in the same process ran 2.2x slower. Threads are counted after the main thread's
+    # own team exists (a CPU op), then after attention ran on XLA's workers many times.
+    code = """
+import os, threading, torch, torch_tpu
+import torch.nn.functional as F
+def threads(): return len(os.listdir("/proc/self/task"))
+torch.randn(256, 256) @ torch.randn(256, 256)  # the main thread's team
+q, k, v = (torch.randn(16, 4, 64, 16, device="tpu", requires_grad=True) for _ in range(3))
+def products():  # programs on XLA's workers, without attention
+    for _ in range(20):
+        (q @ k.transpose(-1, -2) @ v).sum().backward()
+    torch.tpu.synchronize()
+def work():
+    for _ in range(20):
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+    torch.tpu.synchronize()
+products()
+threading.Thread(target=products).start()
+products()
+before = threads()
+work()
+worker = threading.Thread(target=work)
+worker.start(); worker.join()
+print(before, threads())
+"""
+    out = run_python(code, TORCH_TPU_EAGER_MODE="defer_and_fuse")
+    assert out.returncode == 0, out.stderr
+    before, after = map(int, out.stdout.split()[-2:])
+    assert after <= before, (before, after)
