@@ -462,3 +462,43 @@ def test_index_select_embedding_and_the_bounds_check_run_prepared():
     check_repeated(embedding_grad, table, per_call=7)
     with pytest.raises(IndexError, match="index out of range"):
         table.to("tpu").index_select(0, torch.tensor([3, 0, 7, 3], device="tpu")).cpu()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_pow_by_a_scalar_matches_the_cpus_formulas_as_the_exponent_changes(dtype):
+    # The CPU computes x ** 2, ** 3, ** -2 and ** -1 (float and double; bfloat16 for -1) by
+    # x * x, x * x * x, 1 / (x * x) and 1 / x, not pow(): tpu does the same (to the bit), and
+    # an exponent going from a special value to an ordinary one and back takes the right
+    # program each time (the special ones are part of the prepared signature).
+    x = torch.cat([torch.randn(200) * 30, torch.tensor([0.0, -0.0, 1e-30, 1e30, float("inf")])])
+    x = x.to(dtype)
+    exact = dtype in (torch.float32, torch.float64)
+    for exponent in (2, 2.0, 2.5, 3, -2, -1, -1.0, 2.7, 2, 0.5, 3.0):
+        expected = x**exponent
+        got = (x.to("tpu") ** exponent).cpu()
+        special = exponent in (2, 3, -2, -1) if exact else exponent == -1 and dtype != torch.float16
+        if special:
+            assert torch.equal(got, expected), exponent
+        else:  # pow(): within a few roundings (half types round a float32 pow)
+            tol = {} if exact else dict(rtol=3e-2, atol=1e-5)
+            torch.testing.assert_close(got, expected, equal_nan=True, **tol)
+
+
+def test_pow_by_two_runs_without_xla_power_in_place_and_out(strict, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    x = torch.randn(3, 41)  # a shape of this test alone
+    a = x.to("tpu")
+    torch.testing.assert_close((a**2).cpu(), x**2, rtol=0, atol=0)
+    b = a.clone()
+    b.pow_(3)
+    torch.testing.assert_close(b.cpu(), x**3, rtol=0, atol=0)
+    out = torch.empty_like(a)
+    torch.pow(a, -2, out=out)
+    torch.testing.assert_close(out.cpu(), x**-2, rtol=0, atol=0)
+    texts = [p.read_text() for p in sorted(tmp_path.glob("*.mlir"))]
+    powers = [t for t in texts if "aten__pow" in t or "stablehlo.power" in t]
+    assert texts and not any("stablehlo.power" in t for t in texts), powers
+    # An ordinary exponent still lowers to power.
+    torch.testing.assert_close((a**2.5).cpu(), x**2.5, equal_nan=True)
+    texts = [p.read_text() for p in sorted(tmp_path.glob("*.mlir"))]
+    assert any("stablehlo.power" in t for t in texts)
