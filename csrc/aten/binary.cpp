@@ -12,6 +12,7 @@
 #include "aten/dtype.h"
 #include "aten/ops.h"
 #include "aten/program.h"
+#include "hlo/trig.h"
 
 namespace tpu::aten {
 
@@ -53,7 +54,7 @@ Value ge(Builder& b, const Value& x, const Value& y) { return b.compare(hlo::Com
 Value maximum(Builder& b, const Value& x, const Value& y) { return b.binary("maximum", x, y); }
 Value minimum(Builder& b, const Value& x, const Value& y) { return b.binary("minimum", x, y); }
 Value pow(Builder& b, const Value& x, const Value& y) { return b.binary("power", x, y); }
-Value atan2(Builder& b, const Value& x, const Value& y) { return b.binary("atan2", x, y); }
+Value atan2(Builder& b, const Value& x, const Value& y) { return hlo::arctangent2(b, x, y); }
 Value fmod(Builder& b, const Value& x, const Value& y) { return b.binary("remainder", x, y); }
 // Python's modulo: the result takes the divisor's sign.
 Value remainder(Builder& b, const Value& x, const Value& y) {

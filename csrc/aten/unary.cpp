@@ -90,15 +90,14 @@ Value cos(Builder& b, const Value& x) { return hlo::cosine(b, x); }
 Value tan(Builder& b, const Value& x) { return hlo::tangent(b, x); }
 Value tanh(Builder& b, const Value& x) { return b.unary("tanh", x); }
 Value sigmoid(Builder& b, const Value& x) { return b.unary("logistic", x); }
-Value atan(Builder& b, const Value& x) { return b.binary("atan2", x, splat(b, 1, x)); }
-Value asin(Builder& b, const Value& x) {
-  Value root = b.unary("sqrt", b.binary("subtract", splat(b, 1, x), b.binary("multiply", x, x)));
-  return b.binary("atan2", x, root);
+Value atan(Builder& b, const Value& x) { return hlo::arctangent2(b, x, splat(b, 1, x)); }
+// sqrt(1 - x^2) as sqrt((1 - x)(1 + x)), which keeps its precision as |x| nears 1.
+Value cosine_of_arcsine(Builder& b, const Value& x) {
+  return b.unary("sqrt", b.binary("multiply", b.binary("subtract", splat(b, 1, x), x),
+                                  b.binary("add", splat(b, 1, x), x)));
 }
-Value acos(Builder& b, const Value& x) {
-  Value root = b.unary("sqrt", b.binary("subtract", splat(b, 1, x), b.binary("multiply", x, x)));
-  return b.binary("atan2", root, x);
-}
+Value asin(Builder& b, const Value& x) { return hlo::arctangent2(b, x, cosine_of_arcsine(b, x)); }
+Value acos(Builder& b, const Value& x) { return hlo::arctangent2(b, cosine_of_arcsine(b, x), x); }
 namespace {
 
 // c[0] * x^(n-1) + ... + c[n-1], and with a leading 1 when `monic` (Horner's rule).

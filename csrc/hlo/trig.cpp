@@ -1,5 +1,6 @@
 #include "trig.h"
 
+#include <limits>
 #include <vector>
 
 namespace tpu::hlo {
@@ -92,7 +93,49 @@ Value guarded(Builder& b, const Value& x, Function function) {
       [&](Builder& f) { return std::vector<Value>{polynomial(f, x, function)}; })[0];
 }
 
+Value sign_bit_set(Builder& b, const Value& x) {
+  Value bits = b.bitcast_convert(x, TensorType{ElementType::S32, x.dims()});
+  return b.compare(Compare::LT, bits, splat(b, 0, bits));
+}
+
+// atan2 for float32 from one polynomial: t = min(|x|, |y|) / max(|x|, |y|) in [0, 1], atan(t)
+// by Cephes' atanf (a second reduction above tan(pi/8)), then the octant and y's sign.
+Value polynomial_atan2(Builder& b, const Value& y, const Value& x) {
+  const double kPi = 3.14159265358979323846;
+  Value ax = b.unary("abs", x), ay = b.unary("abs", y);
+  Value hi = b.binary("maximum", ax, ay), lo = b.binary("minimum", ax, ay);
+  Value t = b.binary("divide", lo, hi);
+  // 0 / 0 (both zero) and inf / inf (both infinite) have the IEEE values of t = 0 and t = 1;
+  // NaN inputs keep t NaN, which every later step carries through.
+  t = b.select(b.compare(Compare::EQ, hi, splat(b, 0, x)), splat(b, 0, x), t);
+  Value infinity = splat(b, std::numeric_limits<double>::infinity(), x);
+  Value both_infinite =
+      b.binary("and", b.compare(Compare::EQ, ax, infinity), b.compare(Compare::EQ, ay, infinity));
+  t = b.select(both_infinite, splat(b, 1, x), t);
+  Value above = b.compare(Compare::GT, t, splat(b, 0.4142135623730950, x));
+  Value u = b.select(
+      above, b.binary("divide", b.binary("subtract", t, splat(b, 1, x)), add(b, t, splat(b, 1, x))),
+      t);
+  Value z = mul(b, u, u);
+  Value p =
+      horner(b, z, {8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1});
+  Value r = add(b, mul(b, mul(b, p, z), u), u);
+  r = add(b, r, b.select(above, splat(b, kPi / 4, x), splat(b, 0, x)));
+  // Octant: |y| > |x| mirrors about pi/4; x negative (or -0) mirrors about pi/2.
+  r = b.select(b.compare(Compare::GT, ay, ax), b.binary("subtract", splat(b, kPi / 2, x), r), r);
+  r = b.select(sign_bit_set(b, x), b.binary("subtract", splat(b, kPi, x), r), r);
+  return b.select(sign_bit_set(b, y), b.unary("negate", r), r);
+}
+
 }  // namespace
+
+Value arctangent2(Builder& b, const Value& y, const Value& x) {
+  if (!b.for_xla_cpu() || x.element() != ElementType::F32 || y.element() != ElementType::F32 ||
+      x.type.num_elements() < kVectorTrigMinElements) {
+    return b.binary("atan2", y, x);
+  }
+  return polynomial_atan2(b, y, x);
+}
 
 Value sine(Builder& b, const Value& x) { return guarded(b, x, Function::Sine); }
 Value cosine(Builder& b, const Value& x) { return guarded(b, x, Function::Cosine); }
