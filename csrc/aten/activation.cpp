@@ -13,6 +13,7 @@
 #include "aten/ops.h"
 #include "aten/prepared_op.h"
 #include "aten/program.h"
+#include "hlo/log1p.h"
 
 namespace tpu::aten {
 
@@ -166,7 +167,7 @@ Value silu_backward_of(Builder& b, const Value& g, const Value& x) {
 // scalars: beta, threshold
 Value softplus_of(Builder& b, const Value& x, const Value& beta, const Value& threshold) {
   Value xb = mul(b, x, beta);
-  Value soft = div(b, b.unary("log_plus_one", b.unary("exponential", xb)), beta);
+  Value soft = div(b, hlo::log_plus_one(b, b.unary("exponential", xb)), beta);
   return b.select(b.compare(Compare::GT, xb, threshold), x, soft);
 }
 Value softplus_backward_of(Builder& b, const Value& g, const Value& x, const Value& beta,

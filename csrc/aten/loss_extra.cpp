@@ -9,6 +9,7 @@
 #include "aten/dtype.h"
 #include "aten/ops.h"
 #include "aten/program.h"
+#include "hlo/log1p.h"
 
 namespace tpu::aten {
 
@@ -96,7 +97,7 @@ void lower_bce(const at::Tensor& self, const at::Tensor& target,
   // PyTorch clamps each log at -100 so that 0 and 1 give finite losses.
   Value floor = splat(b, -100, x);
   Value log_x = b.binary("maximum", b.unary("log", x), floor);
-  Value log_1mx = b.binary("maximum", b.unary("log_plus_one", b.unary("negate", x)), floor);
+  Value log_1mx = b.binary("maximum", hlo::log_plus_one(b, b.unary("negate", x)), floor);
   Value losses = sub(b, mul(b, sub(b, t, splat(b, 1, t)), log_1mx), mul(b, t, log_x));
   if (defined(weight)) losses = mul(b, losses, b.broadcast_to(p.read(*weight, compute), dims));
   p.write(out, reduce_loss(b, losses, reduction));
@@ -239,7 +240,7 @@ at::Tensor binary_cross_entropy_with_logits(const at::Tensor& self, const at::Te
   Value t = b.broadcast_to(p.read(target, compute), dims);
   Value log_sigmoid =
       sub(b, b.binary("minimum", x, splat(b, 0, x)),
-          b.unary("log_plus_one", b.unary("exponential", b.unary("negate", b.unary("abs", x)))));
+          hlo::log_plus_one(b, b.unary("exponential", b.unary("negate", b.unary("abs", x)))));
   if (defined(pos_weight)) {
     Value pw = b.broadcast_to(p.read(*pos_weight, compute), dims);
     Value log_weight = b.binary("add", mul(b, sub(b, pw, splat(b, 1, pw)), t), splat(b, 1, t));
@@ -268,7 +269,7 @@ std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& s
   auto& b = p.b();
   Value x = p.read(self, compute);
   Value softplus_neg_abs =
-      b.unary("log_plus_one", b.unary("exponential", b.unary("negate", b.unary("abs", x))));
+      hlo::log_plus_one(b, b.unary("exponential", b.unary("negate", b.unary("abs", x))));
   p.write(output, sub(b, b.binary("minimum", x, splat(b, 0, x)), softplus_neg_abs));
   p.run();
   return {output, buffer};

@@ -11,6 +11,7 @@
 #include "aten/dtype.h"
 #include "aten/ops.h"
 #include "aten/program.h"
+#include "hlo/log1p.h"
 #include "hlo/trig.h"
 
 namespace tpu::aten {
@@ -75,7 +76,7 @@ Value sgn(Builder& b, const Value& x) {
 Value exp(Builder& b, const Value& x) { return b.unary("exponential", x); }
 Value expm1(Builder& b, const Value& x) { return b.unary("exponential_minus_one", x); }
 Value log(Builder& b, const Value& x) { return b.unary("log", x); }
-Value log1p(Builder& b, const Value& x) { return b.unary("log_plus_one", x); }
+Value log1p(Builder& b, const Value& x) { return hlo::log_plus_one(b, x); }
 Value log2(Builder& b, const Value& x) {
   return b.binary("divide", b.unary("log", x), splat(b, std::log(2.0), x));
 }

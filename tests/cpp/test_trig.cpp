@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "hlo/builder.h"
+#include "hlo/log1p.h"
 #include "hlo/trig.h"
 #include "plugin_path.h"
 
@@ -173,6 +174,43 @@ TEST(Trig, ArcTangent2MatchesLibmWithinThreeUlp) {
     EXPECT_LE(std::fabs(out[i] - std::atan2(double{ys[i]}, double{xs[i]})), 3 * ulp)
         << "atan2(" << ys[i] << ", " << xs[i] << ")";
     EXPECT_EQ(std::signbit(out[i]), std::signbit(exact)) << ys[i] << ", " << xs[i];
+  }
+}
+
+// log1p by log(1 + x) * x / ((1 + x) - 1): within 3 ULP of libm's log1p where 1 + x rounds
+// (tiny x) and elsewhere, with -1, -inf, +inf, NaN and signed zeros as IEEE says.
+TEST(Log1p, FormulaMatchesLibmWithinThreeUlp) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> inputs = {0.0f, -0.0f, -1.0f, -1.5f, inf, -inf, std::nanf(""), 3e38f};
+  for (int i = -300; i <= 300; ++i) {
+    const float magnitude = std::ldexp(1.0f + 0.013f * (i % 7), i / 3);  // 2^-100 .. 2^100
+    inputs.push_back(magnitude);
+    if (magnitude < 1.0f) inputs.push_back(-magnitude);
+  }
+  for (int i = 1; i < 1000; ++i) inputs.push_back(-1.0f + i * 0.002f);
+  Builder b;
+  b.set_for_xla_cpu(true);
+  const TensorType type{ElementType::F32, {static_cast<int64_t>(inputs.size())}};
+  std::string text = b.module_text({hlo::log_plus_one(b, b.parameter(type))});
+  EXPECT_FALSE(has(text, "stablehlo.log_plus_one"));
+  auto executable = shared_client().compile(text);
+  auto argument =
+      shared_client().buffer_from_host(inputs.data(), PJRT_Buffer_Type_F32, type.dims, 0);
+  auto outputs = executable->execute({argument->get()}, shared_client().device(0));
+  std::vector<float> out(inputs.size());
+  outputs.at(0)->to_host(out.data(), out.size() * sizeof(float));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const float expected = std::log1p(inputs[i]);
+    if (std::isnan(expected) || std::isinf(expected) || expected == 0) {
+      EXPECT_TRUE(std::isnan(expected) ? std::isnan(out[i]) : out[i] == expected)
+          << "log1p(" << inputs[i] << ") = " << out[i];
+      if (!std::isnan(expected)) EXPECT_EQ(std::signbit(out[i]), std::signbit(expected));
+      continue;
+    }
+    const double ulp =
+        std::nextafter(std::fabs(expected), inf) - static_cast<double>(std::fabs(expected));
+    EXPECT_LE(std::fabs(out[i] - std::log1p(double{inputs[i]})), 3 * ulp)
+        << "log1p(" << inputs[i] << ")";
   }
 }
 
