@@ -103,6 +103,10 @@ Types types_for(BinaryKind kind, c10::ScalarType common, const char* name) {
                               : common;
       return {f, f};
     }
+    case BinaryKind::FloatOnly:
+      TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(common), "\"", name,
+                                  "_cpu\" not implemented for '", c10::toString(common), "'");
+      return {common, common};
     case BinaryKind::Integral:
       TORCH_CHECK_NOT_IMPLEMENTED(!is_float_like(common), "\"", name,
                                   "_cpu\" not implemented for '", c10::toString(common), "'");

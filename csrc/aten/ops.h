@@ -105,7 +105,8 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
   _(log1p, true) _(log2, true) _(log10, true) _(sqrt, true) _(rsqrt, true) \
   _(reciprocal, true) _(sin, true) _(cos, true) _(tan, true) _(tanh, true) \
   _(sigmoid, true) _(atan, true) _(asin, true) _(acos, true) _(sinh, true) _(cosh, true) \
-  _(erf, true)
+  _(erf, true) _(exp2, true) _(erfc, true) _(atanh, true) _(asinh, true) _(acosh, true) \
+  _(sinc, true)
 // clang-format on
 
 using UnaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&);
@@ -127,16 +128,19 @@ at::Tensor& unary_out(const char* name, UnaryLowering lowering, bool float_op,
 
 // binary.cpp: (aten name, kind, overloads). Kinds: Common computes and returns the
 // promoted dtype (Numeric: and rejects bool); Compare/Logical return bool; Float promotes integers
-// to float; Integral rejects floating dtypes. Overload sets: TS = .Tensor/.Scalar (+ _out and
-// in-place), T = Tensor only (name, name.out, name_).
-enum class BinaryKind { Common, Numeric, Compare, Logical, Float, Integral };
+// to float; FloatOnly rejects integer and bool dtypes; Integral rejects floating dtypes. Overload
+// sets: TS = .Tensor/.Scalar (+ _out and in-place), T = Tensor only (name, name.out, name_),
+// TO = T without the in-place form.
+enum class BinaryKind { Common, Numeric, Compare, Logical, Float, FloatOnly, Integral };
 // clang-format off
 #define TPU_BINARY_OPS(_) \
   _(eq, Compare, TS) _(ne, Compare, TS) _(lt, Compare, TS) _(le, Compare, TS) \
   _(gt, Compare, TS) _(ge, Compare, TS) _(fmod, Numeric, TS) _(remainder, Numeric, TS) \
   _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS) \
   _(maximum, Common, T) _(minimum, Common, T) _(atan2, Float, T) \
-  _(logical_and, Logical, T) _(logical_or, Logical, T) _(logical_xor, Logical, T)
+  _(logical_and, Logical, T) _(logical_or, Logical, T) _(logical_xor, Logical, T) \
+  _(logaddexp, FloatOnly, TO) _(logaddexp2, FloatOnly, TO) _(fmax, Common, TO) \
+  _(fmin, Common, TO) _(hypot, FloatOnly, T) _(copysign, Float, none)
 // clang-format on
 
 using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);

@@ -99,6 +99,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return binary_in_place("aten::" #name "_", &binary::name, BinaryKind::kind, self,           \
                            TPU_TENSOR(other));                                                  \
   });
+#define TPU_REGISTER_BINARY_TO(name, kind)                                                      \
+  m.impl(#name, [](const at::Tensor& self, const at::Tensor& other) {                           \
+    return binary_functional("aten::" #name, &binary::name, BinaryKind::kind, TPU_TENSOR(self), \
+                             TPU_TENSOR(other));                                                \
+  });                                                                                           \
+  m.impl(#name ".out",                                                                          \
+         [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out) -> at::Tensor& {  \
+           return binary_out("aten::" #name ".out", &binary::name, BinaryKind::kind,            \
+                             TPU_TENSOR(self), TPU_TENSOR(other), out);                         \
+         });
+#define TPU_REGISTER_BINARY_none(name, kind)  // registered one by one below
 #define TPU_REGISTER_BINARY_TS(name, kind)                                                      \
   m.impl(#name ".Tensor", [](const at::Tensor& self, const at::Tensor& other) {                 \
     return binary_functional("aten::" #name ".Tensor", &binary::name, BinaryKind::kind,         \
@@ -128,6 +139,33 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
 #define TPU_REGISTER_BINARY(name, kind, overloads) TPU_REGISTER_BINARY_##overloads(name, kind)
   TPU_BINARY_OPS(TPU_REGISTER_BINARY)
+  // copysign's overloads: .Tensor and .Scalar, but .out (not .Tensor_out) and .Scalar_out.
+  m.impl("copysign.Tensor", [](const at::Tensor& self, const at::Tensor& other) {
+    return binary_functional("aten::copysign.Tensor", &binary::copysign, BinaryKind::Float,
+                             TPU_TENSOR(self), TPU_TENSOR(other));
+  });
+  m.impl("copysign.Scalar", [](const at::Tensor& self, const c10::Scalar& other) {
+    return binary_functional("aten::copysign.Scalar", &binary::copysign, BinaryKind::Float,
+                             TPU_TENSOR(self), TPU_SCALAR(other));
+  });
+  m.impl("copysign.out",
+         [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out) -> at::Tensor& {
+           return binary_out("aten::copysign.out", &binary::copysign, BinaryKind::Float,
+                             TPU_TENSOR(self), TPU_TENSOR(other), out);
+         });
+  m.impl("copysign.Scalar_out",
+         [](const at::Tensor& self, const c10::Scalar& other, at::Tensor& out) -> at::Tensor& {
+           return binary_out("aten::copysign.Scalar_out", &binary::copysign, BinaryKind::Float,
+                             TPU_TENSOR(self), TPU_SCALAR(other), out);
+         });
+  m.impl("copysign_.Tensor", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {
+    return binary_in_place("aten::copysign_.Tensor", &binary::copysign, BinaryKind::Float, self,
+                           TPU_TENSOR(other));
+  });
+  m.impl("copysign_.Scalar", [](at::Tensor& self, const c10::Scalar& other) -> at::Tensor& {
+    return binary_in_place("aten::copysign_.Scalar", &binary::copysign, BinaryKind::Float, self,
+                           TPU_SCALAR(other));
+  });
   m.impl("pow.Tensor_Tensor", [](const at::Tensor& self, const at::Tensor& exponent) {
     return binary_functional("aten::pow.Tensor_Tensor", &binary::pow, BinaryKind::Numeric,
                              TPU_TENSOR(self), TPU_TENSOR(exponent));

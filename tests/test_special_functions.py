@@ -1,0 +1,127 @@
+"""exp2, erfc, atanh, asinh, acosh, sinc, logaddexp, logaddexp2, fmax, fmin, hypot and
+copysign run natively (they used to fall back to PyTorch's CPU kernels): over random values
+and a grid of zeros, signed zeros, +-1, large and tiny values, infinities and NaN they match
+the CPU in value, NaN-ness, infinities and zero signs, in float32, float64 and bfloat16 and
+in both eager modes; integers promote (or raise) as on the CPU."""
+
+import pytest
+import torch
+
+import torch_tpu
+
+pytestmark = pytest.mark.usefixtures("native")
+
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 1e-30, -1e-30, 1e30, -1e30, 8.0, -9.0]
+SPECIALS += [27.0, 130.0, -160.0, float("inf"), -float("inf"), float("nan"), 3e38, 1 + 1e-7]
+UNARY = [torch.exp2, torch.erfc, torch.atanh, torch.asinh, torch.acosh, torch.sinc]
+BINARY = [torch.logaddexp, torch.logaddexp2, torch.fmax, torch.fmin, torch.hypot, torch.copysign]
+TOLERANCE = {
+    torch.float32: dict(rtol=2e-6, atol=1e-6),
+    torch.float64: dict(rtol=1e-13, atol=1e-14),
+    torch.bfloat16: dict(rtol=1.6e-2, atol=1e-5),
+}
+
+
+def values(dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    special = torch.tensor(SPECIALS)
+    return torch.cat(
+        [
+            torch.randn(2000, generator=g) * 4,
+            torch.rand(1000, generator=g) * 2 - 1,
+            torch.rand(500, generator=g) * 100 + 1,
+            special[torch.randperm(len(special), generator=g)],
+        ]
+    ).to(dtype)
+
+
+def assert_matches_cpu(got, expected):
+    # Results below float32's normal range are flushed to zero by XLA:CPU: absolute tolerance.
+    torch.testing.assert_close(got, expected, equal_nan=True, **TOLERANCE[expected.dtype])
+    assert torch.equal(got.isnan(), expected.isnan())
+    infinite = expected.isinf()
+    assert torch.equal(got[infinite], expected[infinite])
+    zeros = expected == 0
+    assert torch.equal(got[zeros].signbit(), expected[zeros].signbit())
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("op", UNARY, ids=lambda op: op.__name__)
+def test_unary_functions_match_cpu(op, dtype, mode):
+    x = values(dtype)
+    with torch_tpu.eager_mode(mode):
+        got = op(x.to("tpu")).cpu()
+    assert_matches_cpu(got, op(x))
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("op", BINARY, ids=lambda op: op.__name__)
+def test_binary_functions_match_cpu(op, dtype, mode):
+    x, y = values(dtype, 0), values(dtype, 1)
+    with torch_tpu.eager_mode(mode):
+        got = op(x.to("tpu"), y.to("tpu")).cpu()
+    assert_matches_cpu(got, op(x, y))
+
+
+def test_integers_promote_or_raise_as_on_cpu():
+    a, b = torch.tensor([3, -1, 0, 7, -4]), torch.tensor([-2, 5, 0, 7, -4])
+    for op in (torch.fmax, torch.fmin, torch.copysign):
+        expected = op(a, b)
+        got = op(a.to("tpu"), b.to("tpu"))
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got.cpu(), expected)
+    for op in (torch.exp2, torch.erfc, torch.asinh):
+        assert op(a.to("tpu")).dtype == op(a).dtype == torch.float32
+    for op in (torch.hypot, torch.logaddexp, torch.logaddexp2):
+        with pytest.raises(NotImplementedError):
+            op(a, b)
+        with pytest.raises(NotImplementedError):
+            op(a.to("tpu"), b.to("tpu"))
+
+
+def test_in_place_out_and_scalar_overloads():
+    x, y = values(torch.float32, 2)[:500], values(torch.float32, 3)[:500]
+    t = x.to("tpu")
+    t.exp2_()
+    torch.testing.assert_close(t.cpu(), x.exp2(), equal_nan=True)
+    t = x.to("tpu")
+    t.hypot_(y.to("tpu"))
+    torch.testing.assert_close(t.cpu(), x.hypot(y), equal_nan=True)
+    out = torch.empty(500, device="tpu")
+    torch.logaddexp(x.to("tpu"), y.to("tpu"), out=out)
+    torch.testing.assert_close(out.cpu(), torch.logaddexp(x, y), equal_nan=True)
+    for sign in (-0.0, 0.0, -2, float("nan")):
+        assert torch.equal(
+            torch.copysign(x.to("tpu"), sign).cpu().signbit(), torch.copysign(x, sign).signbit()
+        )
+    t = x.to("tpu")
+    t.copysign_(y.to("tpu"))
+    assert torch.equal(t.cpu().signbit(), torch.copysign(x, y).signbit())
+
+
+def test_gradients_match_cpu():
+    x = (torch.rand(300) * 0.8 + 1.1).requires_grad_()
+    y = torch.randn(300).requires_grad_()
+
+    def f(a, b):
+        return (
+            torch.exp2(b)
+            + torch.erfc(b)
+            + torch.atanh(a - 1.5)
+            + torch.asinh(b)
+            + torch.acosh(a)
+            + torch.sinc(b)
+            + torch.logaddexp(a, b)
+            + torch.logaddexp2(a, b)
+            + torch.fmax(a, b)
+            + torch.hypot(a, b)
+            + torch.copysign(a, b)
+        ).sum()
+
+    expected = torch.autograd.grad(f(x, y), (x, y))
+    xt, yt = (t.detach().to("tpu").requires_grad_() for t in (x, y))
+    got = torch.autograd.grad(f(xt, yt), (xt, yt))
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g.cpu(), e, rtol=1e-5, atol=1e-5)
