@@ -125,3 +125,45 @@ def test_gradients_match_cpu():
     got = torch.autograd.grad(f(xt, yt), (xt, yt))
     for g, e in zip(got, expected):
         torch.testing.assert_close(g.cpu(), e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_signbit_frac_logit_and_heaviside_match_cpu(dtype):
+    x = values(dtype, 4)
+    nan_signs = torch.tensor([float("nan"), -float("nan")], dtype=dtype)
+    assert torch.equal(torch.signbit(x.to("tpu")).cpu(), torch.signbit(x))
+    assert torch.equal(torch.signbit(nan_signs.to("tpu")).cpu(), torch.signbit(nan_signs))
+    torch.testing.assert_close(torch.frac(x.to("tpu")).cpu(), torch.frac(x), equal_nan=True)
+    # The CPU rounds logit's intermediates to half precision; tpu computes in float32.
+    tol = dict(rtol=2e-2, atol=1e-2) if dtype in (torch.bfloat16, torch.float16) else {}
+    for eps in (None, 0.05):
+        got = torch.logit(x.to("tpu"), eps=eps).cpu()
+        torch.testing.assert_close(got, torch.logit(x, eps=eps), equal_nan=True, **tol)
+    v = values(dtype, 5)
+    assert torch.equal(torch.heaviside(x.to("tpu"), v.to("tpu")).cpu(), torch.heaviside(x, v))
+    # values broadcast; in place and out=
+    scalar_like = torch.tensor([0.25], dtype=dtype)
+    expected = torch.heaviside(x, scalar_like)
+    assert torch.equal(torch.heaviside(x.to("tpu"), scalar_like.to("tpu")).cpu(), expected)
+    t = x.to("tpu")
+    t.heaviside_(scalar_like.to("tpu"))
+    assert torch.equal(t.cpu(), expected)
+    t = x.to("tpu")
+    t.frac_()
+    torch.testing.assert_close(t.cpu(), torch.frac(x), equal_nan=True)
+
+
+def test_signbit_logit_heaviside_on_integers_and_frac_refusing_them():
+    for dtype in (torch.int64, torch.int32, torch.uint8, torch.bool):
+        x = torch.tensor([-3, 0, 1, 2]).to(dtype)
+        assert torch.equal(torch.signbit(x.to("tpu")).cpu(), torch.signbit(x))
+        got = torch.logit(x.to("tpu"))
+        assert got.dtype == torch.logit(x).dtype
+        torch.testing.assert_close(got.cpu(), torch.logit(x), equal_nan=True)
+        assert torch.equal(torch.heaviside(x.to("tpu"), x.to("tpu")).cpu(), torch.heaviside(x, x))
+        with pytest.raises(NotImplementedError):
+            torch.frac(x)
+        with pytest.raises(NotImplementedError):
+            torch.frac(x.to("tpu"))
+    with pytest.raises(RuntimeError, match="different dtypes"):
+        torch.heaviside(torch.ones(2, device="tpu"), torch.ones(2, device="tpu").long())

@@ -194,6 +194,18 @@ at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tens
                                    double scale);
 
 // unary.cpp, ops whose result is bool or that only take integers
+// special_functions.cpp: ops with their own dtype rules
+at::Tensor signbit(const at::Tensor& self);
+at::Tensor& signbit_out(const at::Tensor& self, at::Tensor& out);
+at::Tensor frac(const at::Tensor& self);
+at::Tensor& frac_(at::Tensor& self);
+at::Tensor& frac_out(const at::Tensor& self, at::Tensor& out);
+at::Tensor logit(const at::Tensor& self, std::optional<double> eps);
+at::Tensor& logit_(at::Tensor& self, std::optional<double> eps);
+at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out);
+at::Tensor heaviside(const at::Tensor& self, const at::Tensor& values);
+at::Tensor& heaviside_(at::Tensor& self, const at::Tensor& values);
+at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::Tensor& out);
 at::Tensor isneginf(const at::Tensor& self);
 at::Tensor& isneginf_out(const at::Tensor& self, at::Tensor& out);
 at::Tensor isposinf(const at::Tensor& self);

@@ -222,6 +222,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_dropout_backward", TORCH_FN(native_dropout_backward));
 
   // unary.cpp, bool-valued and integer-only
+  m.impl("signbit", TORCH_FN(signbit));
+  m.impl("signbit.out", TORCH_FN(signbit_out));
+  m.impl("frac", TORCH_FN(frac));
+  m.impl("frac_", TORCH_FN(frac_));
+  m.impl("frac.out", TORCH_FN(frac_out));
+  m.impl("logit", TORCH_FN(logit));
+  m.impl("logit_", TORCH_FN(logit_));
+  m.impl("logit.out", TORCH_FN(logit_out));
+  m.impl("heaviside", TORCH_FN(heaviside));
+  m.impl("heaviside_", TORCH_FN(heaviside_));
+  m.impl("heaviside.out", TORCH_FN(heaviside_out));
   m.impl("isneginf", TORCH_FN(isneginf));
   m.impl("isneginf.out", TORCH_FN(isneginf_out));
   m.impl("isposinf", TORCH_FN(isposinf));

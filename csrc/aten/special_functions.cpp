@@ -3,10 +3,18 @@
 // fmin, hypot and copysign (binary, TPU_BINARY_OPS). Without them each call left the device for
 // PyTorch's CPU kernel. The formulas follow what PyTorch's CPU kernels compute, special values
 // included (a test compares them over zeros, infinities and NaN).
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+
 #include <cmath>
 #include <limits>
 
 #include "aten/ops.h"
+#include "aten/prepared_op.h"
+#include "aten/program.h"
 #include "hlo/log1p.h"
 #include "hlo/trig.h"
 
@@ -234,5 +242,178 @@ Value copysign(Builder& b, const Value& x, const Value& y) {
 }
 
 }  // namespace binary
+
+// ---- signbit, frac, logit, heaviside: ops with their own dtype rules -------------------------
+
+namespace {
+
+// One elementwise program `name` from `inputs` (read as `compute`) into `out`, prepared, with
+// `scalars` as run-time operands and `statics` in the signature.
+template <typename Body>
+void elementwise(const char* name, std::initializer_list<const at::Tensor*> inputs,
+                 const at::Tensor& out, c10::ScalarType compute,
+                 std::initializer_list<const c10::Scalar*> scalars, int64_t variant,
+                 const Body& body) {
+  std::vector<const at::Tensor*> tensors(inputs);
+  tensors.push_back(&out);
+  PreparedCall call(name, tensors, scalars, {static_cast<int64_t>(compute), variant});
+  if (call.run()) return;
+  Program p(name, &call);
+  std::vector<Value> values;
+  for (const at::Tensor* t : inputs) values.push_back(p.read(*t, compute));
+  std::vector<Value> scalar_values;
+  for (const c10::Scalar* s : scalars) {
+    if (s != nullptr) scalar_values.push_back(p.scalar(*s, compute));
+  }
+  p.write(out, body(p.b(), values, scalar_values));
+  p.run();
+}
+
+c10::ScalarType opmath(c10::ScalarType t) {
+  return t == c10::kHalf || t == c10::kBFloat16 ? c10::kFloat : t;
+}
+
+void signbit_into(const char* name, const at::Tensor& self, const at::Tensor& out) {
+  elementwise(name, {&self}, out, opmath(self.scalar_type()), {}, 0,
+              [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
+                const Value& x = in[0];
+                if (hlo::is_float(x.element())) return sign_bit(b, x);
+                if (x.element() == ElementType::Pred || !hlo::is_signed_int(x.element())) {
+                  return b.broadcast_to(b.constant(0, ElementType::Pred), x.dims());
+                }
+                return b.compare(Compare::LT, x, splat(b, 0, x));
+              });
+}
+
+void check_frac(const at::Tensor& self) {
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()),
+                              "\"frac_cpu\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+}
+
+void frac_into(const char* name, const at::Tensor& self, const at::Tensor& out) {
+  elementwise(name, {&self}, out, opmath(self.scalar_type()), {}, 0,
+              [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
+                const Value& x = in[0];
+                Value whole = b.select(b.compare(Compare::LT, x, splat(b, 0, x)),
+                                       b.unary("ceil", x), b.unary("floor", x));
+                return sub(b, x, whole);
+              });
+}
+
+// logit in the default float dtype for integer inputs, as the CPU computes it.
+c10::ScalarType logit_type(const at::Tensor& self) {
+  return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)
+             ? c10::typeMetaToScalarType(c10::get_default_dtype())
+             : self.scalar_type();
+}
+
+void logit_into(const char* name, const at::Tensor& self, std::optional<double> eps,
+                const at::Tensor& out) {
+  const c10::Scalar eps_value(eps.value_or(0.0));
+  elementwise(name, {&self}, out, opmath(logit_type(self)), {eps ? &eps_value : nullptr},
+              eps.has_value(),
+              [&](Builder& b, const std::vector<Value>& in, const std::vector<Value>& scalars) {
+                Value x = in[0];
+                if (!scalars.empty()) {  // clamp to [eps, 1 - eps] (NaN stays NaN)
+                  Value low = b.broadcast_to(scalars[0], x.dims());
+                  Value high = sub(b, splat(b, 1, x), low);
+                  Value clamped = b.binary("minimum", b.binary("maximum", x, low), high);
+                  x = b.select(b.compare(Compare::NE, x, x), x, clamped);
+                }
+                return b.unary("log", div(b, x, sub(b, splat(b, 1, x), x)));
+              });
+}
+
+void check_heaviside(const at::Tensor& self, const at::Tensor& values) {
+  TORCH_CHECK(!self.is_complex() && !values.is_complex(),
+              "heaviside is not yet implemented for complex tensors.");
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(),
+              "heaviside is not yet implemented for tensors with different dtypes.");
+}
+
+void heaviside_into(const char* name, const at::Tensor& self, const at::Tensor& values,
+                    const at::Tensor& out) {
+  const std::vector<int64_t> shape = out.sizes().vec();
+  elementwise(name, {&self, &values}, out, self.scalar_type(), {}, 0,
+              [&](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
+                Value x = b.broadcast_to(in[0], shape), v = b.broadcast_to(in[1], shape);
+                Value positive = b.compare(Compare::GT, x, splat(b, 0, x));
+                Value step = b.select(positive, splat(b, 1, x), splat(b, 0, x));
+                return b.select(b.compare(Compare::EQ, x, splat(b, 0, x)), v, step);
+              });
+}
+
+}  // namespace
+
+at::Tensor signbit(const at::Tensor& self) {
+  at::Tensor out = at::empty(self.sizes(), self.options().dtype(c10::kBool));
+  signbit_into("aten::signbit", self, out);
+  return out;
+}
+at::Tensor& signbit_out(const at::Tensor& self, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  signbit_into("aten::signbit.out", self, out);
+  return out;
+}
+
+at::Tensor frac(const at::Tensor& self) {
+  check_frac(self);
+  at::Tensor out = at::empty_like(self);
+  frac_into("aten::frac", self, out);
+  return out;
+}
+at::Tensor& frac_(at::Tensor& self) {
+  check_frac(self);
+  at::assert_no_internal_overlap(self);
+  frac_into("aten::frac_", self, self);
+  return self;
+}
+at::Tensor& frac_out(const at::Tensor& self, at::Tensor& out) {
+  check_frac(self);
+  at::native::resize_output(out, self.sizes());
+  frac_into("aten::frac.out", self, out);
+  return out;
+}
+
+at::Tensor logit(const at::Tensor& self, std::optional<double> eps) {
+  at::Tensor out = at::empty_like(self, self.options().dtype(logit_type(self)));
+  logit_into("aten::logit", self, eps, out);
+  return out;
+}
+at::Tensor& logit_(at::Tensor& self, std::optional<double> eps) {
+  TORCH_CHECK(at::canCast(logit_type(self), self.scalar_type()), "result type ", logit_type(self),
+              " can't be cast to the desired output type ", self.scalar_type());
+  at::assert_no_internal_overlap(self);
+  logit_into("aten::logit_", self, eps, self);
+  return self;
+}
+at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  logit_into("aten::logit.out", self, eps, out);
+  return out;
+}
+
+at::Tensor heaviside(const at::Tensor& self, const at::Tensor& values) {
+  check_heaviside(self, values);
+  at::Tensor out = at::empty(at::infer_size(self.sizes(), values.sizes()), self.options());
+  heaviside_into("aten::heaviside", self, values, out);
+  return out;
+}
+at::Tensor& heaviside_(at::Tensor& self, const at::Tensor& values) {
+  check_heaviside(self, values);
+  TORCH_CHECK(at::infer_size(self.sizes(), values.sizes()) == self.sizes().vec(),
+              "output with shape ", self.sizes(), " doesn't match the broadcast shape ",
+              at::infer_size(self.sizes(), values.sizes()));
+  at::assert_no_internal_overlap(self);
+  heaviside_into("aten::heaviside_", self, values, self);
+  return self;
+}
+at::Tensor& heaviside_out(const at::Tensor& self, const at::Tensor& values, at::Tensor& out) {
+  check_heaviside(self, values);
+  at::native::resize_output(out, at::infer_size(self.sizes(), values.sizes()));
+  heaviside_into("aten::heaviside.out", self, values, out);
+  return out;
+}
 
 }  // namespace tpu::aten
