@@ -59,21 +59,24 @@ def test_programs_call_the_kernel_in_both_directions(strict, tmp_path, monkeypat
     assert all("exponential" not in t for t in calls)  # no softmax of XLA's left
 
 
-@pytest.mark.parametrize(
-    "case",
-    ["additive mask", "boolean mask", "float64", "bfloat16", "value width differs"],
-)
+CASES = ["additive mask", "boolean mask", "float64", "bfloat16", "value width differs"]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_other_cases_keep_the_xla_program_and_match_cpu(strict, tmp_path, monkeypatch, case):
     monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
     g = torch.Generator().manual_seed(1)
     dtype = {"float64": torch.float64, "bfloat16": torch.bfloat16}.get(case, torch.float32)
-    q, k = (torch.randn(2, 2, 7, 6, generator=g).to(dtype) for _ in range(2))
-    v = torch.randn(2, 2, 7, 5 if case == "value width differs" else 6, generator=g).to(dtype)
+    # A length of each case's own: PyTorch turns a boolean mask into an additive one, so the
+    # two mask cases would otherwise share programs (and the second dump nothing).
+    n = 7 + CASES.index(case)
+    q, k = (torch.randn(2, 2, n, 6, generator=g).to(dtype) for _ in range(2))
+    v = torch.randn(2, 2, n, 5 if case == "value width differs" else 6, generator=g).to(dtype)
     kwargs = {}
     if case == "additive mask":
-        kwargs["attn_mask"] = torch.randn(7, 7, generator=g)
+        kwargs["attn_mask"] = torch.randn(n, n, generator=g)
     if case == "boolean mask":
-        kwargs["attn_mask"] = torch.rand(7, 7, generator=g) > 0.3
+        kwargs["attn_mask"] = torch.rand(n, n, generator=g) > 0.3
     expected = attention_and_grads(q, k, v, **kwargs)
     device_kwargs = {name: t.to("tpu") for name, t in kwargs.items()}
     got = attention_and_grads(q.to("tpu"), k.to("tpu"), v.to("tpu"), **device_kwargs)
@@ -115,11 +118,15 @@ def test_the_kernel_starts_no_openmp_team_on_xla_workers():
     # Each XLA worker that ran a parallel ATen kernel would hold an OpenMP team of its own:
     # threads that spin after every call. The first version did, and PyTorch's CPU eager GPT
     # step in the same process ran 2.2x slower. Threads are counted after the main thread's
-    # own team exists (a CPU op), then after attention ran on XLA's workers many times.
+    # own team exists (a CPU op), then after attention ran on XLA's workers many times. Only
+    # threads named as XLA's workers count: an OpenMP thread inherits its creator's name, and
+    # other threads (compiles, autograd) come and go.
     code = """
 import os, threading, torch, torch_tpu
 import torch.nn.functional as F
-def threads(): return len(os.listdir("/proc/self/task"))
+def threads():  # XLA's workers, and OpenMP threads they start (which inherit their name)
+    names = [open(f"/proc/self/task/{t}/comm").read() for t in os.listdir("/proc/self/task")]
+    return sum(name.startswith("tf_XLA") for name in names)
 torch.randn(256, 256) @ torch.randn(256, 256)  # the main thread's team
 q, k, v = (torch.randn(16, 4, 64, 16, device="tpu", requires_grad=True) for _ in range(3))
 def products():  # programs on XLA's workers, without attention
@@ -142,4 +149,5 @@ print(before, threads())
     out = run_python(code, TORCH_TPU_EAGER_MODE="defer_and_fuse")
     assert out.returncode == 0, out.stderr
     before, after = map(int, out.stdout.split()[-2:])
+    assert before >= 1, "no XLA worker thread found by name"
     assert after <= before, (before, after)
