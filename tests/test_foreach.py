@@ -264,6 +264,7 @@ def test_foreach_optimizers_match_the_cpu_and_run_prepared(optimizer, options, e
     cpu_opt = optimizer(model.parameters(), foreach=True, **options)
     tpu_opt = optimizer(on_tpu.parameters(), foreach=True, **options)
     steady_ops = steady_prepared = 0
+    tier_ups = torch_tpu.metrics.snapshot()["tier_ups"]
     with torch_tpu.eager_mode(eager):
         for step in range(5):
             x = torch.randn(5, 8)
@@ -283,10 +284,11 @@ def test_foreach_optimizers_match_the_cpu_and_run_prepared(optimizer, options, e
                 steady_ops, steady_prepared = steady_ops + ops, steady_prepared + prepared
             for cpu_param, tpu_param in zip(model.parameters(), on_tpu.parameters()):
                 torch.testing.assert_close(tpu_param.cpu(), cpu_param, rtol=2e-5, atol=2e-5)
-    # From the third step on the foreach ops run their kept programs. One call may lower once
-    # more: in a full run, nesterov SGD after the other SGD case had one call whose signature
-    # was new at one step (a lowering and a program-cache hit, not a different result).
-    assert steady_prepared >= steady_ops - 1, (steady_prepared, steady_ops)
+    # From the third step on the foreach ops run their kept programs. An op whose quick
+    # program was replaced by the optimized one (a tier-up, after 16 runs in the whole
+    # process) lowers once more, at its next call, to find the new program.
+    tier_ups = torch_tpu.metrics.snapshot()["tier_ups"] - tier_ups
+    assert steady_prepared + tier_ups >= steady_ops, (steady_prepared, tier_ups, steady_ops)
 
 
 def test_out_overloads_write_their_out_lists():
