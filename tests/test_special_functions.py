@@ -167,3 +167,34 @@ def test_signbit_logit_heaviside_on_integers_and_frac_refusing_them():
             torch.frac(x.to("tpu"))
     with pytest.raises(RuntimeError, match="different dtypes"):
         torch.heaviside(torch.ones(2, device="tpu"), torch.ones(2, device="tpu").long())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_nextafter_steps_the_dtypes_own_bits_as_on_cpu(dtype):
+    grid = [0.0, -0.0, 1.0, -1.0, 3e38, float("inf"), -float("inf"), float("nan"), -2.5, 1e-3]
+    x = torch.tensor([a for a in grid for _ in grid] + [0.5, -7.0], dtype=dtype)
+    y = torch.tensor([b for _ in grid for b in grid] + [-1.0, -6.0], dtype=dtype)
+    expected = torch.nextafter(x, y)
+    got = torch.nextafter(x.to("tpu"), y.to("tpu")).cpu()
+    numbers = ~expected.isnan()
+    assert torch.equal(got.isnan(), expected.isnan())
+    assert torch.equal(got[numbers], expected[numbers])  # to the bit, subnormals from 0 included
+    assert torch.equal(got[numbers].signbit(), expected[numbers].signbit())
+
+
+def test_xlog1py_with_tensors_and_scalars_on_either_side():
+    x = torch.tensor([0.0, 0.0, 2.0, 1.0, -3.0, 0.5])
+    y = torch.tensor([float("nan"), -1.0, 3.0, -2.0, 0.25, float("inf")])
+    tx, ty = x.to("tpu"), y.to("tpu")
+    xlog1py = torch.special.xlog1py
+    for got, expected in (
+        (xlog1py(tx, ty), xlog1py(x, y)),
+        (xlog1py(2.0, ty), xlog1py(2.0, y)),
+        (xlog1py(tx, 3), xlog1py(x, 3)),
+        (xlog1py(tx.long(), ty.long()), xlog1py(x.long(), y.long())),
+    ):
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got.cpu(), expected, equal_nan=True)
+    out = torch.empty(6, device="tpu")
+    xlog1py(tx, ty, out=out)
+    torch.testing.assert_close(out.cpu(), xlog1py(x, y), equal_nan=True)

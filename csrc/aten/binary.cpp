@@ -214,9 +214,11 @@ void run(const char* name, BinaryLowering lowering, c10::ScalarType compute,
     check_integer_divisor(other, compute);
   }
   std::vector<int64_t> shape = out.sizes().vec();
+  // Comparisons, and nextafter, which steps the bits of the dtype itself, compute in it.
   const bool compares = lowering == &binary::eq || lowering == &binary::ne ||
                         lowering == &binary::lt || lowering == &binary::le ||
-                        lowering == &binary::gt || lowering == &binary::ge;
+                        lowering == &binary::gt || lowering == &binary::ge ||
+                        lowering == &binary::nextafter;
   const PowExponent exponent = special_exponent(lowering, other, compute);
   if (!compares) compute = opmath_type(compute);
   PreparedCall call(name, {self.tensor, other.tensor, &out}, {self.scalar, other.scalar},

@@ -140,7 +140,8 @@ enum class BinaryKind { Common, Numeric, Compare, Logical, Float, FloatOnly, Int
   _(maximum, Common, T) _(minimum, Common, T) _(atan2, Float, T) \
   _(logical_and, Logical, T) _(logical_or, Logical, T) _(logical_xor, Logical, T) \
   _(logaddexp, FloatOnly, TO) _(logaddexp2, FloatOnly, TO) _(fmax, Common, TO) \
-  _(fmin, Common, TO) _(hypot, FloatOnly, T) _(copysign, Float, none)
+  _(fmin, Common, TO) _(hypot, FloatOnly, T) _(copysign, Float, none) \
+  _(nextafter, FloatOnly, T) _(xlog1py, Float, none)
 // clang-format on
 
 using BinaryLowering = hlo::Value (*)(hlo::Builder&, const hlo::Value&, const hlo::Value&);

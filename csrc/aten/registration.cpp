@@ -139,6 +139,34 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
 #define TPU_REGISTER_BINARY(name, kind, overloads) TPU_REGISTER_BINARY_##overloads(name, kind)
   TPU_BINARY_OPS(TPU_REGISTER_BINARY)
+  // special_xlog1py's overloads: a Scalar on either side, each with its out= form.
+  m.impl("special_xlog1py", [](const at::Tensor& self, const at::Tensor& other) {
+    return binary_functional("aten::special_xlog1py", &binary::xlog1py, BinaryKind::Float,
+                             TPU_TENSOR(self), TPU_TENSOR(other));
+  });
+  m.impl("special_xlog1py.self_scalar", [](const c10::Scalar& self, const at::Tensor& other) {
+    return binary_functional("aten::special_xlog1py.self_scalar", &binary::xlog1py,
+                             BinaryKind::Float, TPU_SCALAR(self), TPU_TENSOR(other));
+  });
+  m.impl("special_xlog1py.other_scalar", [](const at::Tensor& self, const c10::Scalar& other) {
+    return binary_functional("aten::special_xlog1py.other_scalar", &binary::xlog1py,
+                             BinaryKind::Float, TPU_TENSOR(self), TPU_SCALAR(other));
+  });
+  m.impl("special_xlog1py.out",
+         [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out) -> at::Tensor& {
+           return binary_out("aten::special_xlog1py.out", &binary::xlog1py, BinaryKind::Float,
+                             TPU_TENSOR(self), TPU_TENSOR(other), out);
+         });
+  m.impl("special_xlog1py.self_scalar_out",
+         [](const c10::Scalar& self, const at::Tensor& other, at::Tensor& out) -> at::Tensor& {
+           return binary_out("aten::special_xlog1py.self_scalar_out", &binary::xlog1py,
+                             BinaryKind::Float, TPU_SCALAR(self), TPU_TENSOR(other), out);
+         });
+  m.impl("special_xlog1py.other_scalar_out",
+         [](const at::Tensor& self, const c10::Scalar& other, at::Tensor& out) -> at::Tensor& {
+           return binary_out("aten::special_xlog1py.other_scalar_out", &binary::xlog1py,
+                             BinaryKind::Float, TPU_TENSOR(self), TPU_SCALAR(other), out);
+         });
   // copysign's overloads: .Tensor and .Scalar, but .out (not .Tensor_out) and .Scalar_out.
   m.impl("copysign.Tensor", [](const at::Tensor& self, const at::Tensor& other) {
     return binary_functional("aten::copysign.Tensor", &binary::copysign, BinaryKind::Float,

@@ -236,6 +236,39 @@ Value hypot(Builder& b, const Value& x, const Value& y) {
   return b.select(infinite, infinity, r);
 }
 
+// The next representable value after a toward b (C's nextafter), by stepping a's bits: computed
+// in a's own dtype, half types included. 0 steps to the smallest subnormal with b's sign.
+Value nextafter(Builder& b, const Value& x, const Value& y) {
+  const int64_t bytes = hlo::byte_size(x.element());
+  const ElementType ints = bytes == 8   ? ElementType::S64
+                           : bytes == 4 ? ElementType::S32
+                                        : ElementType::S16;
+  const hlo::TensorType int_type{ints, x.dims()};
+  Value bits = b.bitcast_convert(x, int_type);
+  Value up =
+      b.binary("xor", b.compare(Compare::GT, y, x), b.compare(Compare::LT, x, splat(b, 0, x)));
+  Value stepped = b.bitcast_convert(
+      b.select(up, add(b, bits, splat(b, 1, bits)), sub(b, bits, splat(b, 1, bits))), x.type);
+  // The smallest subnormal's bits are 1; with the sign bit set (built by a shift: -2^63 + 1
+  // is not a double) for a negative direction.
+  Value one = splat(b, 1, bits);
+  Value negative_one_ulp = b.binary(
+      "or", b.binary("shift_left", one, splat(b, static_cast<double>(bytes * 8 - 1), bits)), one);
+  Value smallest = b.bitcast_convert(
+      b.select(b.compare(Compare::LT, y, splat(b, 0, y)), negative_one_ulp, one), x.type);
+  Value r = b.select(b.compare(Compare::EQ, x, splat(b, 0, x)), smallest, stepped);
+  r = b.select(b.compare(Compare::EQ, x, y), y, r);
+  Value nan = b.binary("or", b.compare(Compare::NE, x, x), b.compare(Compare::NE, y, y));
+  return b.select(nan, add(b, x, y), r);
+}
+
+// x log1p(y), 0 where x is 0, NaN where y is NaN (the CPU's order of the two rules).
+Value xlog1py(Builder& b, const Value& x, const Value& y) {
+  Value r = b.select(b.compare(Compare::EQ, x, splat(b, 0, x)), splat(b, 0, x),
+                     mul(b, x, hlo::log_plus_one(b, y)));
+  return b.select(b.compare(Compare::NE, y, y), y, r);
+}
+
 // |a| with the sign bit of b (NaN's included).
 Value copysign(Builder& b, const Value& x, const Value& y) {
   return with_sign_of(b, b.unary("abs", x), y);
