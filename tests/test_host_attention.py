@@ -155,3 +155,54 @@ print(before, threads())
     before, after = map(int, out.stdout.split()[-2:])
     assert before >= 1, "no XLA worker thread found by name"
     assert after <= before, (before, after)
+
+
+def projected_heads(batch, length, heads, width, device, seed=0):
+    """q, k, v as a model's attention makes them: one projection's output, split and viewed
+    as heads ([batch, length, heads, E] in memory, transposed to [batch, heads, length, E])."""
+    g = torch.Generator().manual_seed(seed)
+    qkv = torch.randn(batch, length, 3 * heads * width, generator=g).to(device)
+    q, k, v = qkv.split(heads * width, dim=2)
+    return [t.view(batch, length, heads, width).transpose(1, 2) for t in (q, k, v)]
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_heads_viewed_from_a_projection_take_the_kernel_in_their_layout(
+    mode, is_causal, tmp_path, monkeypatch
+):
+    # The kernel reads q, k, v and gives out and the gradients in the [batch, length, heads,
+    # E] order they have in memory, so the program needs no transposes around it.
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
+    shape = (3, 6 + is_causal + 2 * (mode == "strict"), 2, 4)  # programs of this test alone
+    expected = attention_and_grads(*projected_heads(*shape, "cpu"), is_causal=is_causal)
+    with torch_tpu.eager_mode(mode):
+        got = attention_and_grads(*projected_heads(*shape, "tpu"), is_causal=is_causal)
+        got = [t.cpu() for t in got]
+    for g_, e in zip(got, expected):
+        assert g_.shape == e.shape and g_.stride() == e.stride()
+        assert torch.equal(g_, e)
+    causal = "_causal" if is_causal else ""
+    texts = "".join(dumped(tmp_path))
+    assert f'"torch_tpu.host_attention{causal}_heads_second"' in texts
+    assert f'"torch_tpu.host_attention_backward{causal}_heads_second"' in texts
+
+
+def test_compiled_projection_attention_matches_the_cpu():
+    def step(qkv):
+        q, k, v = qkv.split(8, dim=2)
+        q, k, v = (t.view(2, 5, 2, 4).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y.transpose(1, 2).reshape(2, 5, 8)
+
+    qkv = torch.randn(2, 5, 24)
+    expected_qkv = qkv.clone().requires_grad_()
+    expected = step(expected_qkv)
+    expected.backward(torch.ones_like(expected))
+    compiled = torch.compile(step, backend="tpu")
+    for _ in range(3):
+        got_qkv = qkv.to("tpu").requires_grad_()
+        got = compiled(got_qkv)
+        got.backward(torch.ones_like(got))
+        torch.testing.assert_close(got.cpu(), expected)
+        torch.testing.assert_close(got_qkv.grad.cpu(), expected_qkv.grad)

@@ -232,13 +232,49 @@ bool on_host(const at::Tensor& q, const at::Tensor& v, const at::Tensor* bias) {
          q.scalar_type() == c10::kFloat && v.size(-1) == q.size(-1);
 }
 
-std::vector<Value> host_attention(Builder& b, bool backward, bool is_causal,
+// How q, k, v, out and their gradients are handed to the kernel: [n, length, E] with n the
+// batch times the heads, or, when the query is a view of a [batch, length, heads, E] array (a
+// projection's output viewed as heads, x.view(B, L, H, E).transpose(1, 2)), in that order, so
+// that XLA cancels the transposes that reading the view and writing the result would make.
+struct HostLayout {
+  bool heads_second;
+  int64_t batch = 1, heads = 1;
+
+  HostLayout(const at::Tensor& query, const Shape& s)
+      : heads_second(query.dim() == 4 && query.stride(3) == 1 &&
+                     query.stride(0) >= query.stride(2) && query.stride(2) >= query.stride(1) &&
+                     query.size(1) > 1) {
+    if (heads_second) {
+      batch = query.size(0);
+      heads = query.size(1);
+    } else {
+      heads = s.n;
+    }
+  }
+
+  Value read(Program& p, const at::Tensor& t, c10::ScalarType compute) const {
+    if (!heads_second) return flat(p, t, heads, compute);
+    return p.b().transpose(p.read(t, compute), {0, 2, 1, 3});
+  }
+  hlo::TensorType type(int64_t length, int64_t width) const {
+    if (!heads_second) return {hlo::ElementType::F32, {heads, length, width}};
+    return {hlo::ElementType::F32, {batch, length, heads, width}};
+  }
+  std::vector<int64_t> lse_dims(int64_t length) const {
+    if (!heads_second) return {heads, length};
+    return {batch, heads, length};
+  }
+  Value result(Builder& b, const Value& value, const Shape& s) const {
+    if (!heads_second) return unflatten(b, value, s);
+    return b.transpose(value, {0, 2, 1, 3});
+  }
+};
+
+std::vector<Value> host_attention(Builder& b, bool backward, bool is_causal, bool heads_second,
                                   const std::vector<Value>& operands,
                                   const std::vector<hlo::TensorType>& results) {
-  return b.op_multi("custom_call", operands, results,
-                    "call_target_name = \"" +
-                        host_kernels::host_attention_target(backward, is_causal) +
-                        "\", api_version = 4 : i32, backend_config = {}");
+  return b.host_call(host_kernels::host_attention_target(backward, is_causal, heads_second),
+                     operands, results);
 }
 
 }  // namespace
@@ -269,12 +305,13 @@ fused_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor
     Builder& b = p.b();
     if (on_host(query, value, bias)) {
       const hlo::ElementType f32 = hlo::ElementType::F32;
-      std::vector<Value> r = host_attention(
-          b, /*backward=*/false, is_causal,
-          {flat(p, query, s.n, compute), flat(p, key, s.n, compute), flat(p, value, s.n, compute),
-           p.scalar(scale_value, compute)},
-          {hlo::TensorType{f32, {s.n, s.L, s.Ev}}, hlo::TensorType{f32, {s.n, s.L}}});
-      p.write(out, unflatten(b, r[0], s));
+      const HostLayout layout(query, s);
+      std::vector<Value> r =
+          host_attention(b, /*backward=*/false, is_causal, layout.heads_second,
+                         {layout.read(p, query, compute), layout.read(p, key, compute),
+                          layout.read(p, value, compute), p.scalar(scale_value, compute)},
+                         {layout.type(s.L, s.Ev), hlo::TensorType{f32, layout.lse_dims(s.L)}});
+      p.write(out, layout.result(b, r[0], s));
       p.write(logsumexp, b.reshape(r[1], lse_sizes));
       p.run();
       return {out,
@@ -347,17 +384,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   p.compile_as_graph();
   Builder& b = p.b();
   if (on_host(query, value, bias)) {
-    const hlo::ElementType f32 = hlo::ElementType::F32;
-    const hlo::TensorType q_type{f32, {s.n, s.L, s.E}}, kv_type{f32, {s.n, s.S, s.E}};
+    const HostLayout layout(query, s);
     std::vector<Value> r = host_attention(
-        b, /*backward=*/true, is_causal,
-        {flat(p, grad_out, s.n, compute), flat(p, query, s.n, compute), flat(p, key, s.n, compute),
-         flat(p, value, s.n, compute), flat(p, out, s.n, compute),
-         b.reshape(p.read(logsumexp, c10::kFloat), {s.n, s.L}), p.scalar(scale_value, compute)},
-        {q_type, kv_type, kv_type});
-    p.write(grad_q, unflatten(b, r[0], s));
-    p.write(grad_k, unflatten(b, r[1], s));
-    p.write(grad_v, unflatten(b, r[2], s));
+        b, /*backward=*/true, is_causal, layout.heads_second,
+        {layout.read(p, grad_out, compute), layout.read(p, query, compute),
+         layout.read(p, key, compute), layout.read(p, value, compute), layout.read(p, out, compute),
+         b.reshape(p.read(logsumexp, c10::kFloat), layout.lse_dims(s.L)),
+         p.scalar(scale_value, compute)},
+        {layout.type(s.L, s.E), layout.type(s.S, s.E), layout.type(s.S, s.E)});
+    p.write(grad_q, layout.result(b, r[0], s));
+    p.write(grad_k, layout.result(b, r[1], s));
+    p.write(grad_v, layout.result(b, r[2], s));
     p.run();
     return {grad_q, grad_k, grad_v, grad_bias};
   }

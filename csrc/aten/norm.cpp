@@ -10,6 +10,7 @@
 #include "aten/ops.h"
 #include "aten/prepared_op.h"
 #include "aten/program.h"
+#include "host_kernels/layer_norm.h"
 
 namespace tpu::aten {
 
@@ -56,6 +57,16 @@ Value normalize_backward(Builder& b, const Value& dy, const Value& xhat, const V
   return mul(b, mul(b, rstd_full, scalar(b, 1.0 / n, dy)), inner);
 }
 
+// On the CPU platform, float32 layer norm (with weight and bias, weight alone, or neither) runs
+// PyTorch's CPU kernel as a custom call (host_kernels/layer_norm.h): one pass instead of XLA's
+// separate loops for each row reduction, and the CPU's results to the bit.
+bool layer_norm_on_host(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                        const std::optional<at::Tensor>& bias) {
+  auto f32 = [](const at::Tensor& t) { return t.scalar_type() == c10::kFloat; };
+  return host_kernels::host_layer_norm_enabled() && f32(input) &&
+         (!defined(weight) || f32(*weight)) && (!defined(bias) || (defined(weight) && f32(*bias)));
+}
+
 }  // namespace
 
 // ---- layer norm: x as [M, N] ----
@@ -77,11 +88,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(
   // M and N follow from the input's sizes and how many of its dimensions are normalized.
   PreparedCall call("aten::native_layer_norm",
                     {&input, optional_tensor(weight), optional_tensor(bias), &out, &mean, &rstd},
-                    {&epsilon}, {axis});
+                    {&epsilon}, {axis, host_kernels::host_layer_norm_enabled()});
   if (call.run()) return {out, mean, rstd};
   Program p("aten::native_layer_norm", &call);
   auto& b = p.b();
   Value x = b.reshape(p.read(input, compute), {M, N});
+  if (layer_norm_on_host(input, weight, bias)) {
+    std::vector<Value> operands{x};
+    if (defined(weight)) operands.push_back(b.reshape(p.read(*weight, compute), {N}));
+    if (defined(bias)) operands.push_back(b.reshape(p.read(*bias, compute), {N}));
+    operands.push_back(p.scalar(epsilon, compute));
+    const hlo::ElementType f32 = hlo::ElementType::F32;
+    std::vector<Value> r = b.host_call(host_kernels::host_layer_norm_target(false), operands,
+                                       {{f32, {M, N}}, {f32, {M}}, {f32, {M}}});
+    p.write(out, b.reshape(r[0], input.sizes().vec()));
+    p.write(mean, b.reshape(r[1], stat_shape));
+    p.write(rstd, b.reshape(r[2], stat_shape));
+    p.run();
+    return {out, mean, rstd};
+  }
   Value m = mul(b, sum(b, x, {1}), b.broadcast_to(b.constant(1.0 / N, x.element()), {M}));
   Value xc = sub(b, x, back(b, m, x, {0}));
   Value var =
@@ -119,12 +144,32 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
   PreparedCall call("aten::native_layer_norm_backward",
                     {&grad_out, &input, &mean, &rstd, optional_tensor(weight), &grad_input,
                      &grad_weight, &grad_bias},
-                    {}, {axis});
+                    {}, {axis, host_kernels::host_layer_norm_enabled()});
   if (call.run()) return {grad_input, grad_weight, grad_bias};
   Program p("aten::native_layer_norm_backward", &call);
   auto& b = p.b();
   Value x = b.reshape(p.read(input, compute), {M, N});
   Value g = b.reshape(p.read(grad_out, compute), {M, N});
+  if (layer_norm_on_host(input, weight, bias) && grad_out.scalar_type() == c10::kFloat &&
+      mean.scalar_type() == c10::kFloat && rstd.scalar_type() == c10::kFloat) {
+    // The kernel computes every gradient; those not asked for are left unwritten.
+    const hlo::ElementType f32 = hlo::ElementType::F32;
+    std::vector<Value> operands{g, x, b.reshape(p.read(mean, compute), {M}),
+                                b.reshape(p.read(rstd, compute), {M})};
+    std::vector<hlo::TensorType> results{{f32, {M, N}}};
+    if (defined(weight)) {
+      operands.push_back(b.reshape(p.read(*weight, compute), {N}));
+      results.push_back({f32, {N}});
+      results.push_back({f32, {N}});
+    }
+    std::vector<Value> r =
+        b.host_call(host_kernels::host_layer_norm_target(true), operands, results);
+    if (grad_input.defined()) p.write(grad_input, b.reshape(r[0], input.sizes().vec()));
+    if (grad_weight.defined()) p.write(grad_weight, b.reshape(r[1], weight->sizes().vec()));
+    if (grad_bias.defined()) p.write(grad_bias, b.reshape(r[2], bias->sizes().vec()));
+    p.run();
+    return {grad_input, grad_weight, grad_bias};
+  }
   Value r = back(b, b.reshape(p.read(rstd, compute), {M}), x, {0});
   Value xhat = mul(b, sub(b, x, back(b, b.reshape(p.read(mean, compute), {M}), x, {0})), r);
   if (grad_input.defined()) {

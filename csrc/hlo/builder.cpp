@@ -454,9 +454,16 @@ std::optional<Value> Builder::host_matmul(const Value& lhs, const Value& rhs,
   bool transpose_lhs = false, transpose_rhs = false;
   Value a = stored(lhs, &transpose_lhs);
   Value b = stored(rhs, &transpose_rhs);
-  return emit("custom_call", {a, b}, TensorType{e, dims},
-              "call_target_name = \"" + host_matmul_target(transpose_lhs, transpose_rhs) +
-                  "\", api_version = 4 : i32, backend_config = {}");
+  return host_call(host_matmul_target(transpose_lhs, transpose_rhs), {a, b},
+                   {TensorType{e, dims}})[0];
+}
+
+std::vector<Value> Builder::host_call(const std::string& target, const std::vector<Value>& operands,
+                                      const std::vector<TensorType>& results) {
+  const std::string attributes =
+      "call_target_name = \"" + target + "\", api_version = 4 : i32, backend_config = {}";
+  if (results.size() == 1) return {op("custom_call", operands, results[0], attributes)};
+  return op_multi("custom_call", operands, results, attributes);
 }
 
 std::string Builder::precision_config(const Value& lhs, const Value& rhs) const {

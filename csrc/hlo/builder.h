@@ -147,6 +147,10 @@ class Builder {
   std::vector<Value> op_multi(const std::string& name, const std::vector<Value>& operands,
                               const std::vector<TensorType>& results,
                               const std::string& attributes = "", const std::string& region = "");
+  // A call of the host kernel registered with the plugin under `target` (a typed-FFI custom
+  // call, as torch_tpu's host kernels are; see csrc/host_kernels).
+  std::vector<Value> host_call(const std::string& target, const std::vector<Value>& operands,
+                               const std::vector<TensorType>& results);
   // A single-block region for reduce, scatter, sort, reduce_window, select_and_scatter...:
   // `body` receives the block arguments (of `argument_types`, usually scalars) and
   // returns the values the region yields. Values of the enclosing function are not

@@ -11,8 +11,6 @@
 
 #include "ffi_call.h"
 #include "matmul.h"
-#include "pjrt/ffi_extension.h"
-#include "runtime/runtime.h"
 
 namespace tpu::host_kernels {
 
@@ -25,8 +23,26 @@ const ffi::Buffer& result(const ffi::CallFrame* frame, int64_t i) {
   return *static_cast<const ffi::Buffer*>(frame->rets.args[i]);
 }
 
-// A [n, rows, cols] buffer as the [batch 1, heads n, rows, cols] tensor the kernel takes.
-at::Tensor heads(const ffi::Buffer& buffer) { return as_tensor(buffer).unsqueeze(0); }
+// A [n, rows, cols] buffer as the [batch 1, heads n, rows, cols] tensor the kernel takes, or a
+// [batch, rows, heads, cols] one as the [batch, heads, rows, cols] view of it.
+template <bool kHeadsSecond>
+at::Tensor heads(const ffi::Buffer& buffer) {
+  return kHeadsSecond ? as_tensor(buffer).transpose(1, 2) : as_tensor(buffer).unsqueeze(0);
+}
+
+// The logsumexp, [batch, heads, L] in either layout.
+template <bool kHeadsSecond>
+at::Tensor logsumexp(const ffi::Buffer& buffer) {
+  return kHeadsSecond ? as_tensor(buffer) : as_tensor(buffer).unsqueeze(0);
+}
+
+// The forward's multiply-adds: two products over every (query element, key) pair. The keys'
+// length is their dimension 1 in either layout ([n, S, E] or [batch, S, heads, E]).
+int64_t work(const ffi::Buffer& query, const ffi::Buffer& key) {
+  int64_t query_elements = 1;
+  for (int64_t i = 0; i < query.rank; ++i) query_elements *= query.dims[i];
+  return 2 * query_elements * key.dims[1];
+}
 
 double scale_of(const ffi::Buffer& buffer) {
   if (buffer.dtype != ffi::kF32 || buffer.rank != 0) {
@@ -35,27 +51,20 @@ double scale_of(const ffi::Buffer& buffer) {
   return *static_cast<const float*>(buffer.data);
 }
 
-// Runs `body` with PyTorch's threads on the main thread, on this thread alone elsewhere.
-template <typename Body>
-void on_this_thread(const Body& body) {
-  if (on_main_thread()) return body();
-  OneThread one_thread;
-  body();
-}
-
-template <bool kCausal>
+template <bool kCausal, bool kHeadsSecond>
 ffi::Error* forward(ffi::CallFrame* frame) {
   if (not_an_execution(frame)) return nullptr;
   if (frame->args.size != 4 || frame->rets.size != 2) {
     return fail(frame, "torch_tpu host attention: expected 4 operands and 2 results");
   }
   try {
-    on_this_thread([&] {
+    run_kernel(work(operand(frame, 0), operand(frame, 1)), [&] {
       auto [out, lse] = at::cpu::_scaled_dot_product_flash_attention_for_cpu(
-          heads(operand(frame, 0)), heads(operand(frame, 1)), heads(operand(frame, 2)),
+          heads<kHeadsSecond>(operand(frame, 0)), heads<kHeadsSecond>(operand(frame, 1)),
+          heads<kHeadsSecond>(operand(frame, 2)),
           /*dropout_p=*/0.0, kCausal, std::nullopt, scale_of(operand(frame, 3)));
-      heads(result(frame, 0)).copy_(out);
-      as_tensor(result(frame, 1)).unsqueeze(0).copy_(lse);
+      heads<kHeadsSecond>(result(frame, 0)).copy_(out);
+      logsumexp<kHeadsSecond>(result(frame, 1)).copy_(lse);
     });
     return nullptr;
   } catch (const std::exception& e) {
@@ -63,22 +72,22 @@ ffi::Error* forward(ffi::CallFrame* frame) {
   }
 }
 
-template <bool kCausal>
+template <bool kCausal, bool kHeadsSecond>
 ffi::Error* backward(ffi::CallFrame* frame) {
   if (not_an_execution(frame)) return nullptr;
   if (frame->args.size != 7 || frame->rets.size != 3) {
     return fail(frame, "torch_tpu host attention backward: expected 7 operands and 3 results");
   }
   try {
-    on_this_thread([&] {
+    run_kernel(3 * work(operand(frame, 1), operand(frame, 2)), [&] {
       auto [grad_q, grad_k, grad_v] = at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
-          heads(operand(frame, 0)), heads(operand(frame, 1)), heads(operand(frame, 2)),
-          heads(operand(frame, 3)), heads(operand(frame, 4)),
-          as_tensor(operand(frame, 5)).unsqueeze(0), /*dropout_p=*/0.0, kCausal, std::nullopt,
-          scale_of(operand(frame, 6)));
-      heads(result(frame, 0)).copy_(grad_q);
-      heads(result(frame, 1)).copy_(grad_k);
-      heads(result(frame, 2)).copy_(grad_v);
+          heads<kHeadsSecond>(operand(frame, 0)), heads<kHeadsSecond>(operand(frame, 1)),
+          heads<kHeadsSecond>(operand(frame, 2)), heads<kHeadsSecond>(operand(frame, 3)),
+          heads<kHeadsSecond>(operand(frame, 4)), logsumexp<kHeadsSecond>(operand(frame, 5)),
+          /*dropout_p=*/0.0, kCausal, std::nullopt, scale_of(operand(frame, 6)));
+      heads<kHeadsSecond>(result(frame, 0)).copy_(grad_q);
+      heads<kHeadsSecond>(result(frame, 1)).copy_(grad_k);
+      heads<kHeadsSecond>(result(frame, 2)).copy_(grad_v);
     });
     return nullptr;
   } catch (const std::exception& e) {
@@ -90,9 +99,10 @@ std::atomic<bool> installed{false};
 
 }  // namespace
 
-std::string host_attention_target(bool backward, bool is_causal) {
+std::string host_attention_target(bool backward, bool is_causal, bool heads_second) {
   std::string name = backward ? "torch_tpu.host_attention_backward" : "torch_tpu.host_attention";
-  return is_causal ? name + "_causal" : name;
+  if (is_causal) name += "_causal";
+  return heads_second ? name + "_heads_second" : name;
 }
 
 bool host_attention_enabled() {
@@ -102,29 +112,20 @@ bool host_attention_enabled() {
 bool install_host_attention() {
   if (installed) return true;
   if (!host_matmul_installed()) return false;  // no FFI registration, or switched off
-  const pjrt::Plugin& plugin = runtime::Runtime::get().client().plugin();
-  struct Entry {
-    bool backward, is_causal;
-    ffi::Handler* handler;
-  };
-  const Entry entries[] = {{false, false, &forward<false>},
-                           {false, true, &forward<true>},
-                           {true, false, &backward<false>},
-                           {true, true, &backward<true>}};
-  for (const Entry& e : entries) {
-    std::string target = host_attention_target(e.backward, e.is_causal);
-    try {
-      if (!pjrt::register_ffi_handler(plugin, target, "Host", reinterpret_cast<void*>(e.handler))) {
-        return false;
-      }
-    } catch (const std::exception& error) {
-      TORCH_WARN(
-          "torch_tpu: the CPU plugin refused the host attention kernels, so attention "
-          "runs as XLA's code: ",
-          error.what());
-      return false;
+  std::vector<std::pair<std::string, ffi::Handler*>> handlers;
+  for (bool heads_second : {false, true}) {
+    for (bool causal : {false, true}) {
+      handlers.emplace_back(host_attention_target(false, causal, heads_second),
+                            causal
+                                ? (heads_second ? &forward<true, true> : &forward<true, false>)
+                                : (heads_second ? &forward<false, true> : &forward<false, false>));
+      handlers.emplace_back(
+          host_attention_target(true, causal, heads_second),
+          causal ? (heads_second ? &backward<true, true> : &backward<true, false>)
+                 : (heads_second ? &backward<false, true> : &backward<false, false>));
     }
   }
+  if (!register_handlers(handlers, "attention")) return false;
   installed = true;
   return true;
 }

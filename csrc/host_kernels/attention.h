@@ -7,6 +7,11 @@
 // Forward:  (q [n, L, E], k [n, S, E], v [n, S, E], scale []) -> (out [n, L, E], lse [n, L])
 // Backward: (grad_out, q, k, v, out, lse, scale) -> (grad_q, grad_k, grad_v)
 // float32 only; no mask but the causal one, no dropout.
+//
+// The "heads second" targets take and give q, k, v, out and their gradients as [batch, L, heads,
+// E] arrays instead, the order a model's q/k/v projection produces them in and its output
+// projection reads them (x.view(B, L, H, E).transpose(1, 2)): the kernel reads that order by
+// strides, as on PyTorch's CPU, and the program needs no transposes around the call.
 #include <string>
 
 namespace tpu::host_kernels {
@@ -17,7 +22,8 @@ bool install_host_attention();
 // Whether programs built from now on call the kernels: installed, and host kernels enabled
 // (host_matmul_enabled).
 bool host_attention_enabled();
-// The custom-call target of the forward or backward kernel, with or without the causal mask.
-std::string host_attention_target(bool backward, bool is_causal);
+// The custom-call target of the forward or backward kernel, with or without the causal mask,
+// in either layout.
+std::string host_attention_target(bool backward, bool is_causal, bool heads_second);
 
 }  // namespace tpu::host_kernels

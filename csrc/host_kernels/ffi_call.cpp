@@ -2,10 +2,14 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/from_blob.h>
+#include <c10/util/Exception.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <stdexcept>
+
+#include "pjrt/ffi_extension.h"
+#include "runtime/runtime.h"
 
 namespace tpu::host_kernels {
 
@@ -65,6 +69,24 @@ OneThread::~OneThread() {
 bool on_main_thread() {
   thread_local const bool main = getpid() == static_cast<pid_t>(syscall(SYS_gettid));
   return main;
+}
+
+bool register_handlers(const std::vector<std::pair<std::string, ffi::Handler*>>& handlers,
+                       const char* kernels) {
+  const pjrt::Plugin& plugin = runtime::Runtime::get().client().plugin();
+  for (const auto& [target, handler] : handlers) {
+    try {
+      if (!pjrt::register_ffi_handler(plugin, target, "Host", reinterpret_cast<void*>(handler))) {
+        return false;
+      }
+    } catch (const std::exception& error) {
+      // A plugin whose FFI extension differs from the one we support: XLA's own code serves.
+      TORCH_WARN("torch_tpu: the CPU plugin refused the host ", kernels,
+                 " kernels, so they run as XLA's code: ", error.what());
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace tpu::host_kernels

@@ -45,9 +45,8 @@ struct Product {
   int64_t pieces = 1;
 
   void run(int64_t index) const {
-    if (pieces == 1 && on_main_thread()) return multiply(a, b, out);
+    if (pieces == 1) return run_kernel(out.numel() * a.size(-1), [&] { multiply(a, b, out); });
     OneThread one_thread;
-    if (pieces == 1) return multiply(a, b, out);
     int64_t dim = split_dim();
     int64_t length = out.size(dim);
     int64_t begin = length * index / pieces;
@@ -210,30 +209,12 @@ void set_host_matmul_enabled(bool on) { enabled = on; }
 bool install_host_matmul() {
   if (!enabled_by_environment()) return false;
   if (installed) return true;  // a later Runtime::initialize call of the same process
-  const pjrt::Plugin& plugin = runtime::Runtime::get().client().plugin();
-  struct Entry {
-    bool transpose_lhs, transpose_rhs;
-    ffi::Handler* handler;
-  };
-  const Entry entries[] = {{false, false, &matmul<false, false>},
-                           {true, false, &matmul<true, false>},
-                           {false, true, &matmul<false, true>},
-                           {true, true, &matmul<true, true>}};
-  for (const Entry& e : entries) {
-    std::string target = hlo::host_matmul_target(e.transpose_lhs, e.transpose_rhs);
-    try {
-      if (!pjrt::register_ffi_handler(plugin, target, "Host", reinterpret_cast<void*>(e.handler))) {
-        return false;
-      }
-    } catch (const std::exception& error) {
-      // A plugin whose FFI extension differs from the one we support: XLA's own dot serves.
-      TORCH_WARN(
-          "torch_tpu: the CPU plugin refused the host matmul kernels, so matrix products "
-          "use XLA's dot: ",
-          error.what());
-      return false;
-    }
-  }
+  std::vector<std::pair<std::string, ffi::Handler*>> handlers;
+  handlers.emplace_back(hlo::host_matmul_target(false, false), &matmul<false, false>);
+  handlers.emplace_back(hlo::host_matmul_target(true, false), &matmul<true, false>);
+  handlers.emplace_back(hlo::host_matmul_target(false, true), &matmul<false, true>);
+  handlers.emplace_back(hlo::host_matmul_target(true, true), &matmul<true, true>);
+  if (!register_handlers(handlers, "matmul")) return false;
   installed = true;
   return true;
 }

@@ -13,6 +13,7 @@
 #include "aten/ops.h"
 #include "distributed/c10d_key_value_store.h"
 #include "host_kernels/attention.h"
+#include "host_kernels/layer_norm.h"
 #include "host_kernels/matmul.h"
 #include "runtime/host_heap.h"
 #include "runtime/memory.h"
@@ -120,6 +121,7 @@ PYBIND11_MODULE(_C, m) {
         runtime::Runtime& rt = runtime::Runtime::initialize(path, options, std::move(job));
         if (rt.client().platform_name() == "cpu" && host_kernels::install_host_matmul()) {
           host_kernels::install_host_attention();
+          host_kernels::install_host_layer_norm();
         }
       },
       py::arg("plugin_path"), py::arg("options") = std::vector<pjrt::CreateOption>{},
