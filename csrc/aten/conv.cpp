@@ -11,6 +11,7 @@
 #include "aten/dtype.h"
 #include "aten/ops.h"
 #include "aten/program.h"
+#include "host_kernels/convolution.h"
 
 namespace tpu::aten {
 
@@ -154,6 +155,28 @@ Params params(c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRe
                 expand(output_padding, 0), groups};
 }
 
+// On the CPU platform, float32 convolutions run PyTorch's CPU convolution as a custom call
+// (host_kernels/convolution.h), several times faster than XLA:CPU's for a CNN's layers.
+bool on_host(std::initializer_list<const at::Tensor*> tensors, c10::IntArrayRef out_sizes) {
+  if (!host_kernels::host_convolution_enabled()) return false;
+  for (const at::Tensor* t : tensors) {
+    if (t != nullptr && (t->scalar_type() != c10::kFloat || t->numel() == 0)) return false;
+  }
+  const int64_t rank = (*tensors.begin())->dim();
+  return rank >= 3 && rank <= 5 && c10::multiply_integers(out_sizes) > 0;
+}
+
+host_kernels::ConvolutionSettings host_settings(const Params& p, bool transposed) {
+  host_kernels::ConvolutionSettings s;
+  s.stride = p.stride;
+  s.padding = p.padding;
+  s.dilation = p.dilation;
+  s.output_padding = p.output_padding;
+  s.groups = p.groups;
+  s.transposed = transposed;
+  return s;
+}
+
 }  // namespace
 
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
@@ -167,6 +190,16 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight,
   at::Tensor out = at::empty(dims, input.options());
   Program program("aten::convolution_overrideable");
   Builder& b = program.b();
+  const bool has_bias = bias.has_value() && bias->defined();
+  if (on_host({&input, &weight, has_bias ? &*bias : nullptr}, dims)) {
+    std::vector<Value> operands{program.read(input), program.read(weight)};
+    if (has_bias) operands.push_back(program.read(*bias));
+    operands.push_back(b.constant_i64(host_settings(p, transposed).encode()));
+    program.write(out, b.host_call(host_kernels::host_convolution_target(false), operands,
+                                   {TensorType{hlo::ElementType::F32, dims}})[0]);
+    program.run();
+    return out;
+  }
   Value x = program.read(input);
   Value w = program.read(weight, input.scalar_type());
   Value y = transposed ? transposed_forward(b, x, w, p, dims) : regular_forward(b, x, w, p, dims);
@@ -186,6 +219,38 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   at::Tensor grad_input, grad_weight, grad_bias;
   Program program("aten::convolution_backward_overrideable");
   Builder& b = program.b();
+  if (on_host({&input, &weight, &grad_output}, grad_output.sizes()) &&
+      (output_mask[0] || output_mask[1] || output_mask[2])) {
+    host_kernels::ConvolutionSettings s = host_settings(p, transposed);
+    s.grad_input = output_mask[0];
+    s.grad_weight = output_mask[1];
+    s.grad_bias = output_mask[2];
+    std::vector<TensorType> types;
+    std::vector<at::Tensor*> results;
+    const hlo::ElementType f32 = hlo::ElementType::F32;
+    if (s.grad_input) {
+      grad_input = at::empty(input.sizes(), input.options());
+      types.push_back({f32, input.sizes().vec()});
+      results.push_back(&grad_input);
+    }
+    if (s.grad_weight) {
+      grad_weight = at::empty(weight.sizes(), weight.options());
+      types.push_back({f32, weight.sizes().vec()});
+      results.push_back(&grad_weight);
+    }
+    if (s.grad_bias) {
+      grad_bias = at::empty({grad_output.size(1)}, grad_output.options());
+      types.push_back({f32, {grad_output.size(1)}});
+      results.push_back(&grad_bias);
+    }
+    std::vector<Value> r = b.host_call(host_kernels::host_convolution_target(true),
+                                       {program.read(grad_output), program.read(input),
+                                        program.read(weight), b.constant_i64(s.encode())},
+                                       types);
+    for (size_t i = 0; i < results.size(); ++i) program.write(*results[i], r[i]);
+    program.run();
+    return {grad_input, grad_weight, grad_bias};
+  }
   Value dy = program.read(grad_output, input.scalar_type());
   if (output_mask[0]) {
     grad_input = at::empty(input.sizes(), input.options());

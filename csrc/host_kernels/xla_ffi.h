@@ -35,7 +35,7 @@ struct MetadataExtension {
   Metadata* metadata;
 };
 
-enum DataType : int { kF32 = 11, kF64 = 12 };
+enum DataType : int { kS64 = 5, kF32 = 11, kF64 = 12 };
 
 struct Buffer {
   size_t struct_size;

@@ -13,6 +13,7 @@
 #include "aten/ops.h"
 #include "distributed/c10d_key_value_store.h"
 #include "host_kernels/attention.h"
+#include "host_kernels/convolution.h"
 #include "host_kernels/layer_norm.h"
 #include "host_kernels/matmul.h"
 #include "runtime/host_heap.h"
@@ -122,6 +123,7 @@ PYBIND11_MODULE(_C, m) {
         if (rt.client().platform_name() == "cpu" && host_kernels::install_host_matmul()) {
           host_kernels::install_host_attention();
           host_kernels::install_host_layer_norm();
+          host_kernels::install_host_convolution();
         }
       },
       py::arg("plugin_path"), py::arg("options") = std::vector<pjrt::CreateOption>{},
