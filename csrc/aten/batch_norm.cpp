@@ -1,6 +1,8 @@
 // Batch normalization (native_batch_norm and its backward): the input is viewed as [N, C, L]
 // and statistics are taken per channel over axes 0 and 2. Training updates the running
 // statistics in place, in the same program, with the unbiased variance as the CPU does.
+#include "host_kernels/batch_norm.h"
+
 #include <ATen/ops/empty.h>
 
 #include "aten/dtype.h"
@@ -35,6 +37,20 @@ Value channel(Builder& b, const Value& v, const std::vector<int64_t>& shape) {
   return b.broadcast_in_dim(v, shape, {1});
 }
 
+// On the CPU platform, float32 training-mode batch norm runs PyTorch's CPU kernels as custom
+// calls (host_kernels/batch_norm.h). Evaluation mode, an elementwise map, keeps XLA's program.
+bool on_host(const at::Tensor& input,
+             std::initializer_list<const std::optional<at::Tensor>*> others) {
+  if (!host_kernels::host_batch_norm_enabled() || input.scalar_type() != c10::kFloat ||
+      input.numel() == 0) {
+    return false;
+  }
+  for (const auto* t : others) {
+    if (defined(*t) && (*t)->scalar_type() != c10::kFloat) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
@@ -63,6 +79,35 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
   Program p("aten::native_batch_norm");
   auto& b = p.b();
   Value x = b.reshape(p.read(input, compute), shape);
+  const bool running = defined(running_mean) && defined(running_var);
+  if (training && (running || (!defined(running_mean) && !defined(running_var))) &&
+      on_host(input, {&weight, &bias, &running_mean, &running_var})) {
+    std::vector<Value> operands{x};
+    for (const auto* t : {&weight, &bias}) {
+      if (defined(*t)) operands.push_back(b.reshape(p.read(**t), {C}));
+    }
+    if (running) {
+      operands.push_back(b.reshape(p.read(*running_mean), {C}));
+      operands.push_back(b.reshape(p.read(*running_var), {C}));
+    }
+    operands.push_back(b.constant_i64({defined(weight), defined(bias), running}));
+    operands.push_back(p.scalar(momentum, c10::kDouble));
+    operands.push_back(p.scalar(eps, c10::kDouble));
+    const hlo::ElementType f32 = hlo::ElementType::F32;
+    std::vector<hlo::TensorType> types{{f32, shape}, {f32, {C}}, {f32, {C}}};
+    if (running) types.insert(types.end(), {{f32, {C}}, {f32, {C}}});
+    std::vector<Value> r =
+        b.host_call(host_kernels::host_batch_norm_target(false), operands, types);
+    p.write(out, b.reshape(r[0], input.sizes().vec()));
+    p.write(save_mean, r[1]);
+    p.write(save_invstd, r[2]);
+    if (running) {
+      p.write(*running_mean, b.reshape(r[3], running_mean->sizes().vec()));
+      p.write(*running_var, b.reshape(r[4], running_var->sizes().vec()));
+    }
+    p.run();
+    return {out, save_mean, save_invstd};
+  }
   Value eps_c = b.broadcast_to(p.scalar(eps, compute), {C});
   Value mean, invstd;
   if (training) {
@@ -134,6 +179,35 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
   auto& b = p.b();
   Value x = b.reshape(p.read(input, compute), shape);
   Value g = b.reshape(p.read(grad_out, compute), shape);
+  if (train && (mask[0] || mask[1] || mask[2]) && defined(save_mean) && defined(save_invstd) &&
+      grad_out.scalar_type() == c10::kFloat &&
+      on_host(input, {&weight, &save_mean, &save_invstd})) {
+    std::vector<Value> operands{g, x};
+    if (defined(weight)) operands.push_back(b.reshape(p.read(*weight), {C}));
+    operands.push_back(b.reshape(p.read(*save_mean), {C}));
+    operands.push_back(b.reshape(p.read(*save_invstd), {C}));
+    operands.push_back(b.constant_i64({defined(weight), mask[0], mask[1], mask[2]}));
+    operands.push_back(p.scalar(eps, c10::kDouble));
+    const hlo::ElementType f32 = hlo::ElementType::F32;
+    std::vector<hlo::TensorType> types;
+    std::vector<at::Tensor*> results;
+    if (mask[0]) {
+      types.push_back({f32, shape});
+      results.push_back(&grad_input);
+    }
+    for (at::Tensor* t : {&grad_weight, &grad_bias}) {
+      if (t->defined()) {
+        types.push_back({f32, {C}});
+        results.push_back(t);
+      }
+    }
+    std::vector<Value> r = b.host_call(host_kernels::host_batch_norm_target(true), operands, types);
+    for (size_t i = 0; i < results.size(); ++i) {
+      p.write(*results[i], b.reshape(r[i], results[i]->sizes().vec()));
+    }
+    p.run();
+    return {grad_input, grad_weight, grad_bias};
+  }
   Value mean, invstd;
   if (train) {
     mean = b.reshape(p.read(*save_mean, compute), {C});

@@ -13,6 +13,7 @@
 #include "aten/ops.h"
 #include "distributed/c10d_key_value_store.h"
 #include "host_kernels/attention.h"
+#include "host_kernels/batch_norm.h"
 #include "host_kernels/convolution.h"
 #include "host_kernels/layer_norm.h"
 #include "host_kernels/matmul.h"
@@ -124,6 +125,7 @@ PYBIND11_MODULE(_C, m) {
           host_kernels::install_host_attention();
           host_kernels::install_host_layer_norm();
           host_kernels::install_host_convolution();
+          host_kernels::install_host_batch_norm();
         }
       },
       py::arg("plugin_path"), py::arg("options") = std::vector<pjrt::CreateOption>{},
