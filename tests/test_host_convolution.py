@@ -155,3 +155,16 @@ def test_compiled_cnn_step_matches_the_cpu():
         torch.testing.assert_close(loss.cpu(), expected_loss, rtol=1e-5, atol=1e-5)
         for g_, e in zip(grads, expected_grads):
             torch.testing.assert_close(g_.cpu(), e, rtol=1e-5, atol=1e-5)
+
+
+def test_a_cpu_autocast_region_leaves_the_kernel_in_float32(strict):
+    # The kernel calls PyTorch's CPU convolution through the dispatcher, on whichever thread
+    # runs the program (XLA may run a small one inline, on this thread): a CPU autocast region
+    # around tpu code must not recast it (run_kernel's KernelScope excludes autocast).
+    g = torch.Generator().manual_seed(5)
+    x, weight = torch.randn(2, 3, 10, 10, generator=g), torch.randn(4, 3, 3, 3, generator=g)
+    expected = F.conv2d(x, weight)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = F.conv2d(x.to("tpu"), weight.to("tpu"))
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)

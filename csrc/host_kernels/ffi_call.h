@@ -2,7 +2,10 @@
 // What every host kernel needs to run as a typed-FFI custom call of XLA:CPU: answering XLA's
 // metadata query, returning errors through the FFI's API table, seeing buffers as CPU tensors,
 // and keeping PyTorch's thread pool off XLA's worker threads.
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/ParallelGuard.h>
 
 #include <string>
@@ -61,10 +64,21 @@ class OneThread {
   int previous_omp_ = 0;
 };
 
-// Runs `body`, a kernel of about `work` multiply-adds, with PyTorch's threads on the main thread
-// when the work is worth a team (kTeamWork), on the calling thread alone otherwise.
+// How a host kernel calls PyTorch: on plain CPU tensors, below autograd (there is nothing to
+// record) and outside any autocast region of the calling thread (torch.autocast("cpu") around
+// eager code that runs a program inline would otherwise recast the kernel's float32 operands).
+class KernelScope {
+ private:
+  at::AutoDispatchBelowADInplaceOrView below_autograd_;
+  c10::impl::ExcludeDispatchKeyGuard no_autocast_{c10::autocast_dispatch_keyset};
+};
+
+// Runs `body`, a kernel of about `work` multiply-adds, in a KernelScope: with PyTorch's threads
+// on the main thread when the work is worth a team (kTeamWork), on the calling thread alone
+// otherwise.
 template <typename Body>
 void run_kernel(int64_t work, const Body& body) {
+  KernelScope scope;
   if (work >= kTeamWork && on_main_thread()) return body();
   OneThread one_thread;
   body();

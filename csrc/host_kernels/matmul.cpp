@@ -46,6 +46,7 @@ struct Product {
 
   void run(int64_t index) const {
     if (pieces == 1) return run_kernel(out.numel() * a.size(-1), [&] { multiply(a, b, out); });
+    KernelScope scope;
     OneThread one_thread;
     int64_t dim = split_dim();
     int64_t length = out.size(dim);
