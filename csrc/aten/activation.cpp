@@ -13,6 +13,7 @@
 #include "aten/ops.h"
 #include "aten/prepared_op.h"
 #include "aten/program.h"
+#include "hlo/arithmetic.h"
 #include "hlo/log1p.h"
 
 namespace tpu::aten {
@@ -28,13 +29,11 @@ using hlo::Value;
 using Math =
     std::function<Value(Builder&, const std::vector<Value>& in, const std::vector<Value>& s)>;
 
-Value splat(Builder& b, double v, const Value& like) {
-  return b.broadcast_to(b.constant(v, like.element()), like.dims());
-}
-Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
-Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
-Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
-Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
+using hlo::add;
+using hlo::div;
+using hlo::mul;
+using hlo::splat;
+using hlo::sub;
 
 void check_float(const char* name, c10::ScalarType type) {
   TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(type), "\"", name, "\" not implemented for '",

@@ -12,6 +12,7 @@
 #include "aten/dtype.h"
 #include "aten/ops.h"
 #include "aten/program.h"
+#include "hlo/arithmetic.h"
 #include "hlo/trig.h"
 
 namespace tpu::aten {
@@ -28,15 +29,6 @@ Value zeros_like(Builder& b, const Value& x) {
 Value truthy(Builder& b, const Value& x) {
   if (x.element() == hlo::ElementType::Pred) return x;
   return b.compare(hlo::Compare::NE, x, zeros_like(b, x));
-}
-
-// Whether a float's sign bit is set (true for -0.0, unlike x < 0).
-Value sign_bit(Builder& b, const Value& x) {
-  hlo::ElementType bits = hlo::byte_size(x.element()) == 8   ? hlo::ElementType::S64
-                          : hlo::byte_size(x.element()) == 4 ? hlo::ElementType::S32
-                                                             : hlo::ElementType::S16;
-  Value as_int = b.bitcast_convert(x, hlo::TensorType{bits, x.dims()});
-  return b.compare(hlo::Compare::LT, as_int, b.broadcast_to(b.constant(0, bits), x.dims()));
 }
 
 bool is_float_like(c10::ScalarType t) { return c10::isFloatingType(t) || c10::isComplexType(t); }
@@ -308,7 +300,7 @@ Value div_floor(Builder& b, const Value& x, const Value& y) {
   // a zero quotient keeps the sign of x / y (-0 included: the sign bit, not `< 0`); division
   // by zero gives x / y's infinity or NaN
   Value quotient = round(b, b.binary("divide", x, y));
-  Value signed_zero = b.select(sign_bit(b, quotient), b.unary("negate", zero), zero);
+  Value signed_zero = b.select(hlo::sign_bit_set(b, quotient), b.unary("negate", zero), zero);
   Value result = b.select(b.compare(hlo::Compare::EQ, div, zero), signed_zero, floored);
   return b.select(b.compare(hlo::Compare::EQ, y, zero), quotient, result);
 }

@@ -15,6 +15,7 @@
 #include "aten/ops.h"
 #include "aten/prepared_op.h"
 #include "aten/program.h"
+#include "hlo/arithmetic.h"
 #include "hlo/log1p.h"
 #include "hlo/trig.h"
 
@@ -29,32 +30,16 @@ using hlo::Value;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-Value splat(Builder& b, double v, const Value& like) {
-  return b.broadcast_to(b.constant(v, like.element()), like.dims());
-}
-Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
-Value sub(Builder& b, const Value& x, const Value& y) { return b.binary("subtract", x, y); }
-Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
-Value div(Builder& b, const Value& x, const Value& y) { return b.binary("divide", x, y); }
-
-Value horner(Builder& b, const Value& x, std::initializer_list<double> coefficients) {
-  Value y = splat(b, *coefficients.begin(), x);
-  for (auto c = coefficients.begin() + 1; c != coefficients.end(); ++c) {
-    y = add(b, mul(b, y, x), splat(b, *c, x));
-  }
-  return y;
-}
-
-// Whether x's sign bit is set: true for -0.0 and negative NaNs, unlike x < 0.
-Value sign_bit(Builder& b, const Value& x) {
-  const bool wide = x.element() == ElementType::F64;
-  Value bits =
-      b.bitcast_convert(x, hlo::TensorType{wide ? ElementType::S64 : ElementType::S32, x.dims()});
-  return b.compare(Compare::LT, bits, splat(b, 0, bits));
-}
+using hlo::add;
+using hlo::div;
+using hlo::horner;
+using hlo::mul;
+using hlo::sign_bit_set;
+using hlo::splat;
+using hlo::sub;
 
 Value with_sign_of(Builder& b, const Value& magnitude, const Value& sign) {
-  return b.select(sign_bit(b, sign), b.unary("negate", magnitude), magnitude);
+  return b.select(sign_bit_set(b, sign), b.unary("negate", magnitude), magnitude);
 }
 
 // 2^n for integral-valued n with |n| <= 250 (float32) or 2000 (float64), as two
@@ -310,7 +295,7 @@ void signbit_into(const char* name, const at::Tensor& self, const at::Tensor& ou
   elementwise(name, {&self}, out, opmath(self.scalar_type()), {}, 0,
               [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
                 const Value& x = in[0];
-                if (hlo::is_float(x.element())) return sign_bit(b, x);
+                if (hlo::is_float(x.element())) return sign_bit_set(b, x);
                 if (x.element() == ElementType::Pred || !hlo::is_signed_int(x.element())) {
                   return b.broadcast_to(b.constant(0, ElementType::Pred), x.dims());
                 }

@@ -2,17 +2,10 @@
 
 #include <limits>
 
+#include "arithmetic.h"
 #include "trig.h"
 
 namespace tpu::hlo {
-
-namespace {
-
-Value splat(Builder& b, double v, const Value& like) {
-  return b.broadcast_to(b.constant(v, like.element()), like.dims());
-}
-
-}  // namespace
 
 Value log_plus_one(Builder& b, const Value& x) {
   if (!b.for_xla_cpu() || x.element() != ElementType::F32 ||

@@ -3,24 +3,11 @@
 #include <limits>
 #include <vector>
 
+#include "arithmetic.h"
+
 namespace tpu::hlo {
 
 namespace {
-
-Value splat(Builder& b, double v, const Value& like) {
-  return b.broadcast_to(b.constant(v, like.element()), like.dims());
-}
-Value add(Builder& b, const Value& x, const Value& y) { return b.binary("add", x, y); }
-Value mul(Builder& b, const Value& x, const Value& y) { return b.binary("multiply", x, y); }
-
-// Horner's scheme: ((c0 * x + c1) * x + c2) ...
-Value horner(Builder& b, const Value& x, const std::vector<double>& coefficients) {
-  Value y = splat(b, coefficients.front(), x);
-  for (size_t i = 1; i < coefficients.size(); ++i) {
-    y = add(b, mul(b, y, x), splat(b, coefficients[i], x));
-  }
-  return y;
-}
 
 enum class Function { Sine, Cosine, Tangent };
 
@@ -91,11 +78,6 @@ Value guarded(Builder& b, const Value& x, Function function) {
       beyond, {x.type},
       [&](Builder& t) { return std::vector<Value>{t.optimization_barrier(t.unary(exact, x))}; },
       [&](Builder& f) { return std::vector<Value>{polynomial(f, x, function)}; })[0];
-}
-
-Value sign_bit_set(Builder& b, const Value& x) {
-  Value bits = b.bitcast_convert(x, TensorType{ElementType::S32, x.dims()});
-  return b.compare(Compare::LT, bits, splat(b, 0, bits));
 }
 
 // atan2 for float32 from one polynomial: t = min(|x|, |y|) / max(|x|, |y|) in [0, 1], atan(t)
