@@ -16,13 +16,6 @@ namespace tpu::host_kernels {
 
 namespace {
 
-const ffi::Buffer& operand(const ffi::CallFrame* frame, int64_t i) {
-  return *static_cast<const ffi::Buffer*>(frame->args.args[i]);
-}
-const ffi::Buffer& result(const ffi::CallFrame* frame, int64_t i) {
-  return *static_cast<const ffi::Buffer*>(frame->rets.args[i]);
-}
-
 // A [n, rows, cols] buffer as the [batch 1, heads n, rows, cols] tensor the kernel takes, or a
 // [batch, rows, heads, cols] one as the [batch, heads, rows, cols] view of it.
 template <bool kHeadsSecond>
@@ -95,7 +88,7 @@ ffi::Error* backward(ffi::CallFrame* frame) {
   }
 }
 
-std::atomic<bool> installed{false};
+KernelSet kernels{"attention"};
 
 }  // namespace
 
@@ -105,13 +98,9 @@ std::string host_attention_target(bool backward, bool is_causal, bool heads_seco
   return heads_second ? name + "_heads_second" : name;
 }
 
-bool host_attention_enabled() {
-  return installed.load(std::memory_order_relaxed) && host_matmul_enabled();
-}
+bool host_attention_enabled() { return kernels.enabled(); }
 
 bool install_host_attention() {
-  if (installed) return true;
-  if (!host_matmul_installed()) return false;  // no FFI registration, or switched off
   std::vector<std::pair<std::string, ffi::Handler*>> handlers;
   for (bool heads_second : {false, true}) {
     for (bool causal : {false, true}) {
@@ -125,9 +114,7 @@ bool install_host_attention() {
                  : (heads_second ? &backward<false, true> : &backward<false, false>));
     }
   }
-  if (!register_handlers(handlers, "attention")) return false;
-  installed = true;
-  return true;
+  return kernels.install(handlers);
 }
 
 }  // namespace tpu::host_kernels

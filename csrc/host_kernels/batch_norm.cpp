@@ -16,13 +16,6 @@ namespace tpu::host_kernels {
 
 namespace {
 
-const ffi::Buffer& operand(const ffi::CallFrame* frame, int64_t i) {
-  return *static_cast<const ffi::Buffer*>(frame->args.args[i]);
-}
-const ffi::Buffer& result(const ffi::CallFrame* frame, int64_t i) {
-  return *static_cast<const ffi::Buffer*>(frame->rets.args[i]);
-}
-
 const int64_t* flags_of(const ffi::Buffer& buffer, int64_t count) {
   if (buffer.dtype != ffi::kS64 || buffer.rank != 1 || buffer.dims[0] != count) {
     throw std::invalid_argument("malformed flags operand");
@@ -115,7 +108,7 @@ ffi::Error* backward(ffi::CallFrame* frame) {
   }
 }
 
-std::atomic<bool> installed{false};
+KernelSet kernels{"batch norm"};
 
 }  // namespace
 
@@ -123,20 +116,11 @@ std::string host_batch_norm_target(bool backward) {
   return backward ? "torch_tpu.host_batch_norm_backward" : "torch_tpu.host_batch_norm";
 }
 
-bool host_batch_norm_enabled() {
-  return installed.load(std::memory_order_relaxed) && host_matmul_enabled();
-}
+bool host_batch_norm_enabled() { return kernels.enabled(); }
 
 bool install_host_batch_norm() {
-  if (installed) return true;
-  if (!host_matmul_installed()) return false;  // no FFI registration, or switched off
-  if (!register_handlers(
-          {{host_batch_norm_target(false), &forward}, {host_batch_norm_target(true), &backward}},
-          "batch norm")) {
-    return false;
-  }
-  installed = true;
-  return true;
+  return kernels.install(
+      {{host_batch_norm_target(false), &forward}, {host_batch_norm_target(true), &backward}});
 }
 
 }  // namespace tpu::host_kernels

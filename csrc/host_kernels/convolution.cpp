@@ -44,13 +44,6 @@ ConvolutionSettings ConvolutionSettings::decode(const int64_t* values, int64_t c
 
 namespace {
 
-const ffi::Buffer& operand(const ffi::CallFrame* frame, int64_t i) {
-  return *static_cast<const ffi::Buffer*>(frame->args.args[i]);
-}
-const ffi::Buffer& result(const ffi::CallFrame* frame, int64_t i) {
-  return *static_cast<const ffi::Buffer*>(frame->rets.args[i]);
-}
-
 ConvolutionSettings settings_of(const ffi::Buffer& buffer) {
   if (buffer.dtype != ffi::kS64 || buffer.rank != 1) {
     throw std::invalid_argument("the settings must be an int64 vector");
@@ -122,7 +115,7 @@ ffi::Error* backward(ffi::CallFrame* frame) {
   }
 }
 
-std::atomic<bool> installed{false};
+KernelSet kernels{"convolution"};
 
 }  // namespace
 
@@ -130,20 +123,11 @@ std::string host_convolution_target(bool backward) {
   return backward ? "torch_tpu.host_convolution_backward" : "torch_tpu.host_convolution";
 }
 
-bool host_convolution_enabled() {
-  return installed.load(std::memory_order_relaxed) && host_matmul_enabled();
-}
+bool host_convolution_enabled() { return kernels.enabled(); }
 
 bool install_host_convolution() {
-  if (installed) return true;
-  if (!host_matmul_installed()) return false;  // no FFI registration, or switched off
-  if (!register_handlers(
-          {{host_convolution_target(false), &forward}, {host_convolution_target(true), &backward}},
-          "convolution")) {
-    return false;
-  }
-  installed = true;
-  return true;
+  return kernels.install(
+      {{host_convolution_target(false), &forward}, {host_convolution_target(true), &backward}});
 }
 
 }  // namespace tpu::host_kernels

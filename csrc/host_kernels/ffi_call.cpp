@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 
+#include "matmul.h"
 #include "pjrt/ffi_extension.h"
 #include "runtime/runtime.h"
 
@@ -87,6 +88,18 @@ bool register_handlers(const std::vector<std::pair<std::string, ffi::Handler*>>&
     }
   }
   return true;
+}
+
+bool KernelSet::install(const std::vector<std::pair<std::string, ffi::Handler*>>& handlers) {
+  if (installed_) return true;  // a later Runtime::initialize call of the same process
+  if (!host_matmul_installed()) return false;
+  if (!register_handlers(handlers, kernels_)) return false;
+  installed_ = true;
+  return true;
+}
+
+bool KernelSet::enabled() const {
+  return installed_.load(std::memory_order_relaxed) && host_matmul_enabled();
 }
 
 }  // namespace tpu::host_kernels

@@ -8,6 +8,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/ParallelGuard.h>
 
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,14 @@ bool not_an_execution(ffi::CallFrame* frame);
 
 // An FFI error carrying `message`, for the handler to return.
 ffi::Error* fail(const ffi::CallFrame* frame, const std::string& message);
+
+// The call's operand or result `i`.
+inline const ffi::Buffer& operand(const ffi::CallFrame* frame, int64_t i) {
+  return *static_cast<const ffi::Buffer*>(frame->args.args[i]);
+}
+inline const ffi::Buffer& result(const ffi::CallFrame* frame, int64_t i) {
+  return *static_cast<const ffi::Buffer*>(frame->rets.args[i]);
+}
 
 // A CPU tensor over `buffer`'s memory (row-major, as custom-call operands are laid out); it does
 // not own the memory, which lives as long as the call.
@@ -83,6 +92,22 @@ void run_kernel(int64_t work, const Body& body) {
   OneThread one_thread;
   body();
 }
+
+// One group of host kernels (an op's forward and backward): whether the plugin has them and
+// programs may call them. They ride on the host matmul's registration and switch
+// (TORCH_TPU_HOST_MATMUL): where that is not installed or is switched off, neither are they.
+class KernelSet {
+ public:
+  explicit KernelSet(const char* kernels) : kernels_(kernels) {}
+  // Registers `handlers` (register_handlers) once; returns whether programs may call them.
+  bool install(const std::vector<std::pair<std::string, ffi::Handler*>>& handlers);
+  // Installed, and host kernels enabled (host_matmul_enabled).
+  bool enabled() const;
+
+ private:
+  const char* kernels_;
+  std::atomic<bool> installed_{false};
+};
 
 // Registers each (custom-call target, handler) pair with the running CPU plugin for the "Host"
 // platform. Returns false, after a warning naming `kernels` when the plugin refused one, if any

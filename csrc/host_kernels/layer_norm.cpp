@@ -24,13 +24,6 @@ namespace tpu::host_kernels {
 #if TORCH_TPU_HOST_LAYER_NORM
 namespace {
 
-const ffi::Buffer& operand(const ffi::CallFrame* frame, int64_t i) {
-  return *static_cast<const ffi::Buffer*>(frame->args.args[i]);
-}
-const ffi::Buffer& result(const ffi::CallFrame* frame, int64_t i) {
-  return *static_cast<const ffi::Buffer*>(frame->rets.args[i]);
-}
-
 double epsilon_of(const ffi::Buffer& buffer) {
   if (buffer.dtype != ffi::kF32 || buffer.rank != 0) {
     throw std::invalid_argument("epsilon must be a float32 scalar");
@@ -101,30 +94,21 @@ ffi::Error* backward(ffi::CallFrame* frame) {
 #endif  // TORCH_TPU_HOST_LAYER_NORM
 
 namespace {
-std::atomic<bool> installed{false};
+KernelSet kernels{"layer norm"};
 }  // namespace
 
 std::string host_layer_norm_target(bool backward) {
   return backward ? "torch_tpu.host_layer_norm_backward" : "torch_tpu.host_layer_norm";
 }
 
-bool host_layer_norm_enabled() {
-  return installed.load(std::memory_order_relaxed) && host_matmul_enabled();
-}
+bool host_layer_norm_enabled() { return kernels.enabled(); }
 
 bool install_host_layer_norm() {
 #if !TORCH_TPU_HOST_LAYER_NORM
   return false;
 #else
-  if (installed) return true;
-  if (!host_matmul_installed()) return false;  // no FFI registration, or switched off
-  if (!register_handlers(
-          {{host_layer_norm_target(false), &forward}, {host_layer_norm_target(true), &backward}},
-          "layer norm")) {
-    return false;
-  }
-  installed = true;
-  return true;
+  return kernels.install(
+      {{host_layer_norm_target(false), &forward}, {host_layer_norm_target(true), &backward}});
 #endif
 }
 
