@@ -51,8 +51,10 @@ bool on_main_thread();
 // The work (multiply-adds, or about that in other arithmetic) from which a kernel on the main
 // thread runs on PyTorch's OpenMP team. Below it the team would wake for microseconds of work and
 // then spin, taking the second core from XLA's workers and the autograd thread: a strict-mode
-// GPT step went from 8.8 to 11.4 ms when its 512x64 layer norms ran on the team.
-constexpr int64_t kTeamWork = int64_t{32} << 20;
+// GPT step went from 8.8 to 11.4 ms when its 512x64 layer norms ran on the team. From 2M up the
+// team pays (a lone 512x64x256 product in strict mode: 46 us on it, 88 us on one thread, 42 us on
+// PyTorch's CPU), and 32M measured no better for the GPT and CNN steps.
+constexpr int64_t kTeamWork = int64_t{2} << 20;
 
 // Runs PyTorch's CPU kernels on the calling thread only, for the scope's lifetime. On any thread
 // but the main one (XLA's workers, PyTorch's autograd threads for the device) a parallel kernel
