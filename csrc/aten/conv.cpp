@@ -167,14 +167,7 @@ bool on_host(std::initializer_list<const at::Tensor*> tensors, c10::IntArrayRef 
 }
 
 host_kernels::ConvolutionSettings host_settings(const Params& p, bool transposed) {
-  host_kernels::ConvolutionSettings s;
-  s.stride = p.stride;
-  s.padding = p.padding;
-  s.dilation = p.dilation;
-  s.output_padding = p.output_padding;
-  s.groups = p.groups;
-  s.transposed = transposed;
-  return s;
+  return {p.stride, p.padding, p.dilation, p.output_padding, p.groups, transposed};
 }
 
 }  // namespace

@@ -37,13 +37,6 @@ int64_t work(const ffi::Buffer& query, const ffi::Buffer& key) {
   return 2 * query_elements * key.dims[1];
 }
 
-double scale_of(const ffi::Buffer& buffer) {
-  if (buffer.dtype != ffi::kF32 || buffer.rank != 0) {
-    throw std::invalid_argument("the scale must be a float32 scalar");
-  }
-  return *static_cast<const float*>(buffer.data);
-}
-
 template <bool kCausal, bool kHeadsSecond>
 ffi::Error* forward(ffi::CallFrame* frame) {
   if (not_an_execution(frame)) return nullptr;
@@ -55,7 +48,7 @@ ffi::Error* forward(ffi::CallFrame* frame) {
       auto [out, lse] = at::cpu::_scaled_dot_product_flash_attention_for_cpu(
           heads<kHeadsSecond>(operand(frame, 0)), heads<kHeadsSecond>(operand(frame, 1)),
           heads<kHeadsSecond>(operand(frame, 2)),
-          /*dropout_p=*/0.0, kCausal, std::nullopt, scale_of(operand(frame, 3)));
+          /*dropout_p=*/0.0, kCausal, std::nullopt, scalar_of(operand(frame, 3)));
       heads<kHeadsSecond>(result(frame, 0)).copy_(out);
       logsumexp<kHeadsSecond>(result(frame, 1)).copy_(lse);
     });
@@ -77,7 +70,7 @@ ffi::Error* backward(ffi::CallFrame* frame) {
           heads<kHeadsSecond>(operand(frame, 0)), heads<kHeadsSecond>(operand(frame, 1)),
           heads<kHeadsSecond>(operand(frame, 2)), heads<kHeadsSecond>(operand(frame, 3)),
           heads<kHeadsSecond>(operand(frame, 4)), logsumexp<kHeadsSecond>(operand(frame, 5)),
-          /*dropout_p=*/0.0, kCausal, std::nullopt, scale_of(operand(frame, 6)));
+          /*dropout_p=*/0.0, kCausal, std::nullopt, scalar_of(operand(frame, 6)));
       heads<kHeadsSecond>(result(frame, 0)).copy_(grad_q);
       heads<kHeadsSecond>(result(frame, 1)).copy_(grad_k);
       heads<kHeadsSecond>(result(frame, 2)).copy_(grad_v);

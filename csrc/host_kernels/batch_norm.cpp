@@ -16,20 +16,6 @@ namespace tpu::host_kernels {
 
 namespace {
 
-const int64_t* flags_of(const ffi::Buffer& buffer, int64_t count) {
-  if (buffer.dtype != ffi::kS64 || buffer.rank != 1 || buffer.dims[0] != count) {
-    throw std::invalid_argument("malformed flags operand");
-  }
-  return static_cast<const int64_t*>(buffer.data);
-}
-
-double f64_of(const ffi::Buffer& buffer) {
-  if (buffer.dtype != ffi::kF64 || buffer.rank != 0) {
-    throw std::invalid_argument("expected a float64 scalar");
-  }
-  return *static_cast<const double*>(buffer.data);
-}
-
 // The operands between x and the flags, in order, each present or not.
 struct Optionals {
   int64_t next = 1;
@@ -44,14 +30,14 @@ ffi::Error* forward(ffi::CallFrame* frame) {
   try {
     const int64_t operands = frame->args.size;
     if (operands < 4) throw std::invalid_argument("expected at least 4 operands");
-    const int64_t* flags = flags_of(operand(frame, operands - 3), 3);
+    c10::ArrayRef<int64_t> flags = int64s_of(operand(frame, operands - 3), 3);
     const bool has_weight = flags[0] != 0, has_bias = flags[1] != 0, has_running = flags[2] != 0;
     if (operands != 4 + has_weight + has_bias + 2 * has_running ||
         frame->rets.size != 3 + 2 * has_running) {
       throw std::invalid_argument("operand or result count differs from the flags");
     }
-    const double momentum = f64_of(operand(frame, operands - 2));
-    const double eps = f64_of(operand(frame, operands - 1));
+    const double momentum = scalar_of(operand(frame, operands - 2));
+    const double eps = scalar_of(operand(frame, operands - 1));
     at::Tensor x = as_tensor(operand(frame, 0));
     Optionals optionals;
     std::optional<at::Tensor> weight = optionals.take(frame, has_weight);
@@ -80,13 +66,13 @@ ffi::Error* backward(ffi::CallFrame* frame) {
   try {
     const int64_t operands = frame->args.size;
     if (operands < 6) throw std::invalid_argument("expected at least 6 operands");
-    const int64_t* flags = flags_of(operand(frame, operands - 2), 4);
+    c10::ArrayRef<int64_t> flags = int64s_of(operand(frame, operands - 2), 4);
     const bool has_weight = flags[0] != 0;
     const std::array<bool, 3> mask{flags[1] != 0, flags[2] != 0, flags[3] != 0};
     if (operands != 6 + has_weight || frame->rets.size != mask[0] + mask[1] + mask[2]) {
       throw std::invalid_argument("operand or result count differs from the flags");
     }
-    const double eps = f64_of(operand(frame, operands - 1));
+    const double eps = scalar_of(operand(frame, operands - 1));
     at::Tensor grad_y = as_tensor(operand(frame, 0));
     at::Tensor x = as_tensor(operand(frame, 1));
     std::optional<at::Tensor> weight;

@@ -23,13 +23,14 @@ std::vector<int64_t> ConvolutionSettings::encode() const {
   return out;
 }
 
-ConvolutionSettings ConvolutionSettings::decode(const int64_t* values, int64_t count) {
+ConvolutionSettings ConvolutionSettings::decode(c10::ArrayRef<int64_t> values) {
+  const int64_t count = static_cast<int64_t>(values.size());
   const int64_t d = count > 0 ? values[0] : -1;
   if (d < 1 || d > 3 || count != 1 + 4 * d + 5) {
     throw std::invalid_argument("malformed convolution settings");
   }
   ConvolutionSettings s;
-  const int64_t* next = values + 1;
+  const int64_t* next = values.data() + 1;
   for (auto* v : {&s.stride, &s.padding, &s.dilation, &s.output_padding}) {
     v->assign(next, next + d);
     next += d;
@@ -43,13 +44,6 @@ ConvolutionSettings ConvolutionSettings::decode(const int64_t* values, int64_t c
 }
 
 namespace {
-
-ConvolutionSettings settings_of(const ffi::Buffer& buffer) {
-  if (buffer.dtype != ffi::kS64 || buffer.rank != 1) {
-    throw std::invalid_argument("the settings must be an int64 vector");
-  }
-  return ConvolutionSettings::decode(static_cast<const int64_t*>(buffer.data), buffer.dims[0]);
-}
 
 // Multiply-adds of a convolution producing `out` from `weight`: each output element takes
 // in_channels / groups x kernel elements (the weight's elements per output channel).
@@ -66,7 +60,8 @@ ffi::Error* forward(ffi::CallFrame* frame) {
     return fail(frame, "torch_tpu host convolution: expected 3 or 4 operands and 1 result");
   }
   try {
-    const ConvolutionSettings s = settings_of(operand(frame, operands - 1));
+    const ConvolutionSettings s =
+        ConvolutionSettings::decode(int64s_of(operand(frame, operands - 1)));
     at::Tensor input = as_tensor(operand(frame, 0));
     at::Tensor weight = as_tensor(operand(frame, 1));
     std::optional<at::Tensor> bias;
@@ -89,7 +84,7 @@ ffi::Error* backward(ffi::CallFrame* frame) {
     return fail(frame, "torch_tpu host convolution backward: expected 4 operands");
   }
   try {
-    const ConvolutionSettings s = settings_of(operand(frame, 3));
+    const ConvolutionSettings s = ConvolutionSettings::decode(int64s_of(operand(frame, 3)));
     const int64_t asked = s.grad_input + s.grad_weight + s.grad_bias;
     if (frame->rets.size != asked) {
       throw std::invalid_argument("expected a result per gradient asked for");

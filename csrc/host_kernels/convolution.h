@@ -9,6 +9,8 @@
 //           order input, weight, bias
 // float32 only; 1-, 2- and 3-d, strided, padded, dilated, grouped and transposed. The settings
 // are an int64 vector (ConvolutionSettings below) the program holds as a constant.
+#include <c10/util/ArrayRef.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +27,7 @@ struct ConvolutionSettings {
   bool grad_input = false, grad_weight = false, grad_bias = false;
 
   std::vector<int64_t> encode() const;
-  static ConvolutionSettings decode(const int64_t* values, int64_t count);
+  static ConvolutionSettings decode(c10::ArrayRef<int64_t> values);
 };
 
 // Registers the convolution handlers with the running CPU plugin; returns whether programs may

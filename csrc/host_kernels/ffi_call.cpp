@@ -51,6 +51,20 @@ at::Tensor as_tensor(const ffi::Buffer& buffer) {
                        at::TensorOptions().dtype(scalar_type(buffer.dtype)));
 }
 
+double scalar_of(const ffi::Buffer& buffer) {
+  if (buffer.rank == 0 && buffer.dtype == ffi::kF32) return *static_cast<const float*>(buffer.data);
+  if (buffer.rank == 0 && buffer.dtype == ffi::kF64)
+    return *static_cast<const double*>(buffer.data);
+  throw std::invalid_argument("expected a float32 or float64 scalar operand");
+}
+
+c10::ArrayRef<int64_t> int64s_of(const ffi::Buffer& buffer, int64_t count) {
+  if (buffer.dtype != ffi::kS64 || buffer.rank != 1 || (count >= 0 && buffer.dims[0] != count)) {
+    throw std::invalid_argument("malformed int64 vector operand");
+  }
+  return {static_cast<const int64_t*>(buffer.data), static_cast<size_t>(buffer.dims[0])};
+}
+
 OneThread::OneThread() {
   // PyTorch sets a thread's OpenMP team size the first time the thread asks for it; asking now
   // (libtorch's own copy of the lazy initialization) keeps that from undoing the size set below.

@@ -44,6 +44,12 @@ inline const ffi::Buffer& result(const ffi::CallFrame* frame, int64_t i) {
 // not own the memory, which lives as long as the call.
 at::Tensor as_tensor(const ffi::Buffer& buffer);
 
+// The value of a float32 or float64 scalar operand (a scale, an epsilon, a momentum).
+double scalar_of(const ffi::Buffer& buffer);
+// The elements of an int64 vector operand (a kernel's settings or flags), after checking that
+// it has `count` of them (any count when -1).
+c10::ArrayRef<int64_t> int64s_of(const ffi::Buffer& buffer, int64_t count = -1);
+
 // Whether the calling thread is the process's main thread, the one whose OpenMP team PyTorch's
 // CPU kernels use. XLA runs small programs inline on the thread that launches them.
 bool on_main_thread();

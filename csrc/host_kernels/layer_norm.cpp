@@ -24,13 +24,6 @@ namespace tpu::host_kernels {
 #if TORCH_TPU_HOST_LAYER_NORM
 namespace {
 
-double epsilon_of(const ffi::Buffer& buffer) {
-  if (buffer.dtype != ffi::kF32 || buffer.rank != 0) {
-    throw std::invalid_argument("epsilon must be a float32 scalar");
-  }
-  return *static_cast<const float*>(buffer.data);
-}
-
 void check_rows(const at::Tensor& x) {
   if (x.dim() != 2) throw std::invalid_argument("the input must be [rows, columns]");
 }
@@ -47,7 +40,7 @@ ffi::Error* forward(ffi::CallFrame* frame) {
     check_rows(x);
     at::Tensor weight = operands >= 3 ? as_tensor(operand(frame, 1)) : at::Tensor();
     at::Tensor bias = operands == 4 ? as_tensor(operand(frame, 2)) : at::Tensor();
-    const double eps = epsilon_of(operand(frame, operands - 1));
+    const double eps = scalar_of(operand(frame, operands - 1));
     at::Tensor y = as_tensor(result(frame, 0));
     at::Tensor mean = as_tensor(result(frame, 1));
     at::Tensor rstd = as_tensor(result(frame, 2));
