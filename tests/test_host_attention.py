@@ -1,7 +1,9 @@
 """Attention on the CPU platform run by PyTorch's CPU flash-attention kernel: float32
 scaled_dot_product_attention without a mask (causal or not) becomes a custom call of
-torch_tpu's host attention kernels, forward and backward. Results are the CPU's own, to the
-bit; other cases (a mask, other dtypes, different value width) keep the XLA program; on
+torch_tpu's host attention kernels, forward and backward. Results match the CPU's within
+float32's tolerance, not to the bit: PyTorch's CPU flash attention itself changes its last bits
+with the thread count (1 against 2 threads on an AVX2 EPYC), and the kernel runs on XLA's
+worker with a thread count of its own; other cases (a mask, other dtypes, different value width) keep the XLA program; on
 XLA's worker threads the kernel must not start OpenMP teams of its own (their spinning
 halved PyTorch's CPU speed in the same process)."""
 
@@ -34,7 +36,7 @@ def dumped(tmp_path):
     "q_shape,kv_shape",
     [((2, 3, 11, 8), (2, 3, 11, 8)), ((2, 3, 5, 8), (2, 3, 9, 8)), ((1, 2, 9, 16), (1, 2, 4, 16))],
 )
-def test_results_are_the_cpus_to_the_bit(mode, is_causal, q_shape, kv_shape):
+def test_results_match_the_cpu(mode, is_causal, q_shape, kv_shape):
     g = torch.Generator().manual_seed(0)
     q = torch.randn(q_shape, generator=g)
     k, v = torch.randn(kv_shape, generator=g), torch.randn(kv_shape, generator=g)
@@ -45,7 +47,7 @@ def test_results_are_the_cpus_to_the_bit(mode, is_causal, q_shape, kv_shape):
         )
         got = [t.cpu() for t in got]
     for g_, e in zip(got, expected):
-        assert torch.equal(g_, e)
+        torch.testing.assert_close(g_, e)
 
 
 def test_programs_call_the_kernel_in_both_directions(strict, tmp_path, monkeypatch):
@@ -59,7 +61,8 @@ def test_programs_call_the_kernel_in_both_directions(strict, tmp_path, monkeypat
     assert all("exponential" not in t for t in calls)  # no softmax of XLA's left
 
 
-CASES = ["additive mask", "boolean mask", "float64", "bfloat16", "value width differs"]
+# 3-D inputs: PyTorch's CPU takes its math path for them, not flash attention, and so do we.
+CASES = ["additive mask", "boolean mask", "float64", "bfloat16", "value width differs", "3-D"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -72,6 +75,8 @@ def test_other_cases_keep_the_xla_program_and_match_cpu(strict, tmp_path, monkey
     n = 7 + CASES.index(case)
     q, k = (torch.randn(2, 2, n, 6, generator=g).to(dtype) for _ in range(2))
     v = torch.randn(2, 2, n, 5 if case == "value width differs" else 6, generator=g).to(dtype)
+    if case == "3-D":
+        q, k, v = (t.flatten(0, 1) for t in (q, k, v))
     kwargs = {}
     if case == "additive mask":
         kwargs["attn_mask"] = torch.randn(n, n, generator=g)
