@@ -6,7 +6,7 @@
 
 #include "aten/device_errors.h"
 #include "aten/dtype.h"
-#include "aten/ops.h"
+#include "aten/ops/all.h"
 #include "aten/prepared_op.h"
 #include "aten/program.h"
 #include "aten/storage.h"

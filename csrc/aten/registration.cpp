@@ -2,7 +2,7 @@
 // not listed here runs on the CPU through the fallback (fallback.cpp).
 #include <torch/library.h>
 
-#include "aten/ops.h"
+#include "aten/ops/all.h"
 
 namespace tpu::aten {
 

@@ -11,7 +11,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/strides.h>
 
-#include "aten/ops.h"
+#include "aten/ops/all.h"
 #include "aten/storage.h"
 
 namespace tpu::aten {

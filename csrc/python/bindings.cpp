@@ -10,7 +10,7 @@
 #include "aten/eager_mode.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
-#include "aten/ops.h"
+#include "aten/ops/all.h"
 #include "distributed/c10d_key_value_store.h"
 #include "host_kernels/attention.h"
 #include "host_kernels/batch_norm.h"
