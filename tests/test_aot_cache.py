@@ -22,7 +22,7 @@ from torch import nn
 from torch._dynamo.utils import counters
 
 if os.environ.get("SALT"):
-    import torch_tpu._aot_cache as aot_cache
+    import torch_tpu.compile.aot_cache as aot_cache
     aot_cache.salt = lambda: os.environ["SALT"]
 width = int(os.environ.get("WIDTH", "8"))
 act = {"relu": nn.ReLU(), "gelu": nn.GELU()}[os.environ.get("ACT", "relu")]

@@ -183,9 +183,9 @@ def test_cpu_device_count_defaults_to_one_per_core_up_to_four(tmp_path):
     run = run_python(count, drop=unset[:1], TORCH_TPU_CACHE_DIR=str(tmp_path), PJRT_NPROC="1")
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["1"]
-    from torch_tpu import _plugin
+    from torch_tpu._runtime import plugin
 
-    assert [_plugin.default_cpu_devices(n) for n in (1, 2, 3, 4, 5, 64)] == [1, 2, 3, 4, 4, 4]
+    assert [plugin.default_cpu_devices(n) for n in (1, 2, 3, 4, 5, 64)] == [1, 2, 3, 4, 4, 4]
 
 
 def test_host_heap_keeps_device_buffers_on_the_cpu_platform(tmp_path):

@@ -38,7 +38,7 @@ def _assert_close(actual, expected, atol=1e-5, rtol=1e-4):
 def test_backend_and_device_interface_registered():
     from torch._dynamo.device_interface import get_interface_for_device
 
-    from torch_tpu._device_interface import TpuInterface
+    from torch_tpu.compile.device_interface import TpuInterface
 
     assert "tpu" in torch._dynamo.list_backends()
     interface = get_interface_for_device(torch.device("tpu", 0))

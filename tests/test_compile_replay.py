@@ -1,5 +1,5 @@
 """torch.compile(backend="tpu") records a graph once per input signature and replays
-its program on later calls (torch_tpu/dynamo.py, csrc/aten/graph_replay.cpp).
+its program on later calls (torch_tpu/compile/, csrc/aten/graph_replay.cpp).
 
 A replayed call runs no lowering, so it counts one execution and no native op; each
 test checks that replay happened and that its results equal PyTorch's on the CPU.
@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 import torch_tpu
-from torch_tpu import _C, _host_split
+from torch_tpu import _C
+from torch_tpu.compile import host_split
 
 
 def counts():
@@ -251,7 +252,7 @@ def test_an_optimizer_with_cpu_step_counts_replays_its_device_part(optimizer_cla
     model_cpu, model, opt_cpu, opt, step = optimizer_step_setup(optimizer_class, **options)
     compiled = torch.compile(step, backend="tpu")
     lowered = []
-    shared_before = _host_split.stats["shared"]
+    shared_before = host_split.stats["shared"]
     for _ in range(5):
         x, y = torch.randn(10, 6), torch.randint(0, 3, (10,))
         loss_cpu = step(model_cpu, opt_cpu, x, y)
@@ -276,7 +277,7 @@ def test_an_optimizer_with_cpu_step_counts_replays_its_device_part(optimizer_cla
     assert lowered[-2:] == [{"aten::fill_.Scalar": 1}] * 2, lowered
     if optimizer_class is not torch.optim.SGD:
         # The parameters' step counts are equal: their scalar math ran once per step.
-        assert _host_split.stats["shared"] - shared_before >= 4
+        assert host_split.stats["shared"] - shared_before >= 4
 
 
 def test_host_math_on_equal_cpu_scalars_runs_once_and_stays_right_when_they_differ():
@@ -293,9 +294,9 @@ def test_host_math_on_equal_cpu_scalars_runs_once_and_stays_right_when_they_diff
     runs = []
     for values in ([3.0, 3.0, 3.0], [3.0, 4.0, 3.0], [0.0, -0.0, 0.0], [5.0, 5.0, 5.0]):
         steps = [torch.tensor(v) for v in values]
-        before = dict(_host_split.stats)
+        before = dict(host_split.stats)
         outs = compiled(x.to("tpu"), steps)
-        runs.append({k: _host_split.stats[k] - before[k] for k in before})
+        runs.append({k: host_split.stats[k] - before[k] for k in before})
         for out, expected in zip(outs, f(x, steps)):
             torch.testing.assert_close(out.cpu(), expected)
     assert runs == [
@@ -319,9 +320,9 @@ def test_shared_host_part_keeps_random_draws_lane_scalars_and_returned_values_ap
     x = torch.arange(1.0, 5.0)
     for value in (2.0, 3.0):
         steps = [torch.tensor(value) for _ in range(3)]
-        before = _host_split.stats["shared"]
+        before = host_split.stats["shared"]
         outs, noise, first, second = compiled(x.to("tpu"), steps)
-        assert _host_split.stats["shared"] == before + 1
+        assert host_split.stats["shared"] == before + 1
         for out, lane in zip(outs, (1.0, 2.0, 3.0)):
             torch.testing.assert_close(out.cpu(), x * (value + lane * value))
         assert len({n.item() for n in noise}) == 3  # three draws, not one shared

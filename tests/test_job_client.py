@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "dis
 
 from launch import free_port, run_ranks  # noqa: E402
 
-from torch_tpu import _job  # noqa: E402
+from torch_tpu._runtime import job as _job  # noqa: E402
 
 # A rank that does not come fails the others in 30 s, well inside each launch's deadline.
 FORCED = {"TORCH_TPU_MULTIPROCESS_CLIENT": "1", "TORCH_TPU_JOB_TIMEOUT": "30"}

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torch_tpu
-from torch_tpu import _peak_flops
+from torch_tpu._runtime import peak_flops
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _torch_tpu_autoload as _autoload  # noqa: E402
@@ -312,14 +312,14 @@ def test_fused_adagrad_unscales_gradients_and_skips_on_found_inf(native, found):
 
 
 def test_bias_corrections_keep_double_precision_betas():
-    from torch_tpu import _fused_optim
+    from torch_tpu.ops import fused_optim
 
     step = torch.tensor([1.0, 10.0, 1000.0], device="tpu")
     for beta in (0.9, 0.999, 0.9999):
         expected = torch.tensor([1 - beta**n for n in (1.0, 10.0, 1000.0)], dtype=torch.float64)
-        actual = _fused_optim._one_minus_power(beta, step).cpu().double()
+        actual = fused_optim._one_minus_power(beta, step).cpu().double()
         torch.testing.assert_close(actual, expected, rtol=5e-7, atol=0)  # pow: 1e-5
-    assert _fused_optim._one_minus_power(0.0, step).cpu().tolist() == [1.0, 1.0, 1.0]
+    assert fused_optim._one_minus_power(0.0, step).cpu().tolist() == [1.0, 1.0, 1.0]
 
 
 @pytest.mark.parametrize("found", [0.0, 1.0])
@@ -399,18 +399,18 @@ def test_polar_matches_cpu_with_broadcasting_and_the_same_errors(native):
 
 
 def test_tpu_kinds_get_the_names_torchtitans_table_uses():
-    assert _peak_flops.canonical_name("TPU v5 lite") == "TPU v5e"
-    assert _peak_flops.canonical_name("TPU v6 lite") == "TPU v6e"
-    assert _peak_flops.canonical_name("TPU7x") == "TPU v7"
-    assert _peak_flops.canonical_name("cpu") == "cpu"
-    assert _peak_flops.peak_flops("TPU v5e", "tpu", "x", torch.device("tpu")) == 197e12
-    assert _peak_flops.peak_flops("TPU v6e", "tpu", "x", torch.device("tpu")) == 918e12
+    assert peak_flops.canonical_name("TPU v5 lite") == "TPU v5e"
+    assert peak_flops.canonical_name("TPU v6 lite") == "TPU v6e"
+    assert peak_flops.canonical_name("TPU7x") == "TPU v7"
+    assert peak_flops.canonical_name("cpu") == "cpu"
+    assert peak_flops.peak_flops("TPU v5e", "tpu", "x", torch.device("tpu")) == 197e12
+    assert peak_flops.peak_flops("TPU v6e", "tpu", "x", torch.device("tpu")) == 918e12
 
 
 def test_tpu_chips_report_their_hbm():
-    assert _peak_flops.capacity_bytes("TPU v6e", 10**12) == 32 * 2**30
-    assert _peak_flops.capacity_bytes("TPU v5p", 10**12) == 95 * 10**9
-    assert _peak_flops.capacity_bytes("cpu", 10**12) == 10**12
+    assert peak_flops.capacity_bytes("TPU v6e", 10**12) == 32 * 2**30
+    assert peak_flops.capacity_bytes("TPU v5p", 10**12) == 95 * 10**9
+    assert peak_flops.capacity_bytes("cpu", 10**12) == 10**12
 
 
 def test_device_properties_report_capacity_and_a_measured_peak(monkeypatch):
@@ -436,7 +436,7 @@ def test_measuring_the_peak_leaves_the_random_stream_alone():
     torch.tpu.manual_seed(7)
     expected = torch.randn(4, device="tpu").cpu()
     torch.tpu.manual_seed(7)
-    _peak_flops.measure(torch.device("tpu"))
+    peak_flops.measure(torch.device("tpu"))
     torch.testing.assert_close(torch.randn(4, device="tpu").cpu(), expected)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from torch_tpu import _versions
+from torch_tpu._runtime import versions as _versions
 
 __version__ = "0.1.0"  # part of the disk cache's key: set before the cache is configured
 
@@ -18,7 +18,7 @@ _versions.check_torch()
 
 import torch  # noqa: E402
 
-from torch_tpu import _plugin  # noqa: E402
+from torch_tpu._runtime import plugin as _plugin  # noqa: E402
 
 _PLUGIN_PATH, _PLATFORM = _plugin.find_plugin()
 _versions.check_cpu_plugin(_PLATFORM)
@@ -29,21 +29,21 @@ _CLIENT_OPTIONS = _plugin.client_options(_PLATFORM)
 if _CLIENT_OPTIONS:
     # The CPU plugin logs every create option at INFO level; that is noise to users.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-from torch_tpu import _job  # noqa: E402
+from torch_tpu._runtime import job as _job  # noqa: E402
 
 _job.initialize_client(_C._initialize, _PLUGIN_PATH, _PLATFORM, _CLIENT_OPTIONS)
 
 torch.utils.rename_privateuse1_backend("tpu")
 
 from torch_tpu import (  # noqa: E402
-    _autograd_threads,
-    _dlpack,
-    _printing,
     cache,  # noqa: E402,F401
     metrics,  # noqa: E402,F401
 )
 from torch_tpu import device as _device_module  # noqa: E402
 from torch_tpu import eager as _eager_module  # noqa: E402
+from torch_tpu._runtime import autograd_threads as _autograd_threads  # noqa: E402
+from torch_tpu._runtime import dlpack as _dlpack  # noqa: E402
+from torch_tpu._runtime import printing as _printing  # noqa: E402
 from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
 
 cache._configure_from_environment()
@@ -65,30 +65,14 @@ torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
 
-from torch_tpu import _dynamo_hook  # noqa: E402
+from torch_tpu.compile import hook as _compile_hook  # noqa: E402
 
-_dynamo_hook.install()  # torch.compile(backend="tpu"), without importing Dynamo now
+_compile_hook.install()  # torch.compile(backend="tpu"), without importing Dynamo now
 
-from torch_tpu import (  # noqa: E402
-    _composite_ops,
-    _ctc_loss,
-    _fast_paths,
-    _flex_attention,
-    _fused_optim,
-    _margin_losses,
-    _rnn_cells,
-    _window_ops,
-)
+from torch_tpu import ops  # noqa: E402
 from torch_tpu.titan import _hook as _titan_hook  # noqa: E402
 
-_flex_attention.install()  # FlexAttention admits tpu tensors (its dense path)
-_fused_optim.install()  # Adam/AdamW(fused=True) as tpu kernels, not CPU fallbacks
-_fast_paths.install()  # TransformerEncoderLayer's and MultiheadAttention's inference fast paths
-_rnn_cells.install()  # the fused LSTM/GRU cells nn.LSTM and nn.GRU call on accelerators
-_composite_ops.install()  # dot, xlogy, mish, glu: reached by torch.nn, made of tpu ops
-_ctc_loss.install()  # nn.CTCLoss: ATen has CPU and CUDA kernels only
-_margin_losses.install()  # nn.MultiMarginLoss, nn.MultiLabelMarginLoss
-_window_ops.install()  # 3-d pooling and padding, adaptive max pooling: made of tpu ops
+ops.install_all()  # operators written in Python: see torch_tpu/ops/__init__.py
 
 _titan_hook.install()  # TorchTitan's MFU uses our peak FLOP/s, when TorchTitan loads
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from torch_tpu import _C, _peak_flops
+from torch_tpu import _C
+from torch_tpu._runtime import peak_flops as _peak_flops
 from torch_tpu.eager import EagerMode
 from torch_tpu.eager import _SetEagerMode as set_eager_mode  # noqa: F401  (TorchTPU's name)
 from torch_tpu.precision import Precision, precision  # noqa: F401  (TorchTPU's names)

@@ -50,6 +50,9 @@ from torch._dynamo.utils import counters
 from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
 from torch._inductor.output_code import OutputCode
 
+from torch_tpu.compile.decompositions import decompositions
+from torch_tpu.compile.runner import graph_runner
+
 _SALT_ATTRIBUTE = "_torch_tpu_aot_cache_salt"
 # Where PyTorch says why its cache skipped a graph or could not load or save an entry.
 _TORCH_LOGGERS = ("torch._functorch._aot_autograd.autograd_cache", "torch._inductor.codecache")
@@ -61,7 +64,7 @@ def enabled() -> bool:
     """Whether the tpu backend uses PyTorch's AOTAutograd cache (``TORCH_TPU_AOT_CACHE=1``;
     off by default).
 
-    >>> torch_tpu._aot_cache.enabled()  # doctest: +SKIP
+    >>> torch_tpu.compile.aot_cache.enabled()  # doctest: +SKIP
     False
     """
     return os.environ.get("TORCH_TPU_AOT_CACHE", "0").strip() == "1"
@@ -87,10 +90,8 @@ class GraphCode(OutputCode):
 
     def __call__(self, inputs: Sequence[Any]) -> Any:
         if self._run is None:
-            from torch_tpu.dynamo import _graph_runner
-
             assert self._gm is not None, "post_compile() loads a cached graph first"
-            self._run = _graph_runner(self._gm, self._spmd, self._is_backward)
+            self._run = graph_runner(self._gm, self._spmd, self._is_backward)
         return self._run(inputs)  # type: ignore[arg-type]
 
     def prepare_for_serialization(self) -> None:
@@ -164,17 +165,20 @@ def salt() -> str:
     and extension, its platform and its decomposition table. PyTorch's key does not cover
     the backend: these decide which ATen graph AOTAutograd traces for the tpu device.
 
-    >>> len(torch_tpu._aot_cache.salt())  # doctest: +SKIP
+    >>> len(torch_tpu.compile.aot_cache.salt())  # doctest: +SKIP
     64
     """
     import torch_tpu
-    from torch_tpu.dynamo import decompositions
 
     digest = hashlib.sha256()
     digest.update(f"{torch_tpu.__version__}\0{torch_tpu.platform()}\0".encode())
     for op in sorted(str(op) for op in decompositions()):
         digest.update(op.encode() + b"\0")
+    root = os.path.dirname(os.path.abspath(torch_tpu.__file__))
     for path in _files():
+        # The file's place too: entries pickle classes by module path (GraphCode, the
+        # runner's SpmdSafeForward), so a moved module must not load an older entry.
+        digest.update(os.path.relpath(path, root).encode() + b"\0")
         with open(path, "rb") as file:
             digest.update(hashlib.sha256(file.read()).digest())
     return digest.hexdigest()

@@ -3,8 +3,8 @@ is first imported, so ``torch.compile(model, backend="tpu")`` works right after
 ``import torch_tpu`` without importing Dynamo (several seconds) on every import.
 
 The backend is entered into Dynamo's registry as an entry point, the form the
-registry already loads lazily: ``torch_tpu.dynamo`` (AOTAutograd and friends) is only
-imported by the first ``torch.compile(..., backend="tpu")``.
+registry already loads lazily: ``torch_tpu.compile.backend`` (AOTAutograd and friends) is
+only imported by the first ``torch.compile(..., backend="tpu")``.
 
 Inductor has no code generator for the tpu device, so a graph that Dynamo hands to
 Inductor (``torch.compile(fn)`` with the default backend, as libraries such as
@@ -20,18 +20,20 @@ from importlib.metadata import EntryPoint
 
 import torch
 
-from torch_tpu._import_hooks import after_import
+from torch_tpu._runtime.import_hooks import after_import
 
-_BACKEND = EntryPoint(name="tpu", value="torch_tpu.dynamo:backend", group="torch_dynamo_backends")
+_BACKEND = EntryPoint(
+    name="tpu", value="torch_tpu.compile.backend:backend", group="torch_dynamo_backends"
+)
 
 
 def _register() -> None:
     from torch._dynamo.backends import registry
 
-    from torch_tpu import _device_interface
+    from torch_tpu.compile import device_interface
 
     registry._BACKENDS.setdefault("tpu", _BACKEND)
-    _device_interface.register()
+    device_interface.register()
     _route_tpu_graphs_from_inductor()
 
 
@@ -59,14 +61,14 @@ def _route_tpu_graphs_from_inductor() -> None:
     def __call__(self, model_, inputs_, **kwargs):
         if not _touches_tpu(model_, inputs_):
             return inductor_call(self, model_, inputs_, **kwargs)
-        from torch_tpu import dynamo
+        from torch_tpu.compile.backend import backend
 
         if self.config:
             _log.info(
                 "tpu graph compiled by the tpu backend; Inductor options ignored: %s",
                 sorted(self.config),
             )
-        return dynamo.backend(model_, inputs_)
+        return backend(model_, inputs_)
 
     __call__._torch_tpu = True
     wrapper.__call__ = __call__

@@ -6,6 +6,6 @@ process or hangs is recorded as such and the file goes on without it. See
 docs/conformance.md.
 """
 
-from torch_tpu.conformance.runner import main
+from torch_tpu.conformance.cli import main
 
 __all__ = ["main"]

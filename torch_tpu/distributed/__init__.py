@@ -17,7 +17,7 @@ Two collective engines move tpu tensors (``engine_name()`` says which serves a g
   the data device to device. On the CPU plugin it serves ranks that share one process
   (one thread per rank, each on its own device: ``torch_tpu.distributed.testing``).
   Ranks in separate processes use it where their PJRT client is multi-process (torchrun
-  on the tpu and cuda platforms: see ``torch_tpu._job``): device ids are then global.
+  on the tpu and cuda platforms: see ``torch_tpu._runtime.job``): device ids are then global.
 - ``"host_staging(gloo)"``: device data staged through host memory and reduced by gloo.
   Ranks in separate processes on the CPU plugin use it (that plugin runs no XLA
   collectives across processes), and the xla engine hands it cpu tensors and what has
@@ -124,7 +124,8 @@ def _xla_devices(gloo, rank: int, size: int) -> tuple[list[int], int, str]:
 def _cross_process_client() -> str:
     """Why this process's PJRT client cannot run XLA collectives with other processes,
     or "" where it can (a multi-process client of a plugin that spans processes)."""
-    from torch_tpu import _PLATFORM, _job
+    from torch_tpu import _PLATFORM
+    from torch_tpu._runtime import job as _job
 
     if _PLATFORM not in _job.MULTI_PROCESS_PLATFORMS:
         return f"the {_PLATFORM} plugin runs no XLA collectives across processes"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from torch_tpu._import_hooks import after_import
+from torch_tpu._runtime.import_hooks import after_import
 
 _MODULE = "torch.nn.attention.flex_attention"
 

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from torch_tpu._composite_ops import _into
+from torch_tpu.ops.composite_ops import _into
 
 _library = torch.library.Library("aten", "IMPL")
 

@@ -57,7 +57,7 @@ def _provide_set_timeout() -> None:
 
 
 def install() -> None:
-    from torch_tpu._import_hooks import after_import
+    from torch_tpu._runtime.import_hooks import after_import
 
     after_import("torchtitan.tools.utils", _patch_peak_flops)
     after_import("torchtitan.distributed.utils", _provide_set_timeout)

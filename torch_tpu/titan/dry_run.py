@@ -223,7 +223,7 @@ def _gb(value: int) -> str:
 
 
 def format_table(reports: list[Report]) -> str:
-    from torch_tpu._peak_flops import TPU_PEAK_FLOPS
+    from torch_tpu._runtime.peak_flops import TPU_PEAK_FLOPS
 
     header = (
         "| recipe | pod (devices) | mesh | params | GFLOP/token | state GB | FSDP GB | "
