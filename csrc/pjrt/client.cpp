@@ -96,25 +96,20 @@ std::string with_option_override(std::string options, const std::string& name, b
                              std::string{'\x10', value ? '\x01' : '\x00'});
 }
 
+void Client::ClientDestroyer::operator()(PJRT_Client* client) const {
+  auto args = PJRT_ARGS(PJRT_Client_Destroy_Args);
+  args.client = client;
+  PJRT_Error* error = api->PJRT_Client_Destroy(&args);
+  if (error != nullptr) take_message(api, error);  // a destructor must not throw
+}
+
 Client::Client(std::shared_ptr<const Plugin> plugin, const std::vector<CreateOption>& options,
                std::shared_ptr<KeyValueStore> key_values)
-    : plugin_(std::move(plugin)), key_values_(std::move(key_values)) {
+    : plugin_(std::move(plugin)),
+      key_values_(std::move(key_values)),
+      client_(nullptr, ClientDestroyer{plugin_->api()}) {
   const PJRT_Api* api = plugin_->api();
-  std::vector<PJRT_NamedValue> values(options.size());
-  for (size_t i = 0; i < options.size(); ++i) {
-    values[i].struct_size = PJRT_NamedValue_STRUCT_SIZE;
-    values[i].name = options[i].first.c_str();
-    values[i].name_size = options[i].first.size();
-    if (const auto* list = std::get_if<std::vector<int64_t>>(&options[i].second)) {
-      values[i].type = PJRT_NamedValue_kInt64List;
-      values[i].int64_array_value = list->data();
-      values[i].value_size = list->size();
-    } else {
-      values[i].type = PJRT_NamedValue_kInt64;
-      values[i].int64_value = std::get<int64_t>(options[i].second);
-      values[i].value_size = 1;
-    }
-  }
+  std::vector<PJRT_NamedValue> values = to_pjrt(options);  // points into `options`
   auto create = PJRT_ARGS(PJRT_Client_Create_Args);
   create.create_options = values.data();
   create.num_options = values.size();
@@ -128,30 +123,24 @@ Client::Client(std::shared_ptr<const Plugin> plugin, const std::vector<CreateOpt
     create.kv_try_get_user_arg = key_values_.get();
   }
   check(api, api->PJRT_Client_Create(&create), "PJRT_Client_Create");
-  client_ = create.client;
+  client_.reset(create.client);
 
+  // The devices array and the strings below belong to the client: copied.
   auto devices = PJRT_ARGS(PJRT_Client_AddressableDevices_Args);
-  devices.client = client_;
+  devices.client = client_.get();
   check(api, api->PJRT_Client_AddressableDevices(&devices), "PJRT_Client_AddressableDevices");
   devices_.assign(devices.addressable_devices,
                   devices.addressable_devices + devices.num_addressable_devices);
 
   auto name = PJRT_ARGS(PJRT_Client_PlatformName_Args);
-  name.client = client_;
+  name.client = client_.get();
   check(api, api->PJRT_Client_PlatformName(&name), "PJRT_Client_PlatformName");
   platform_name_.assign(name.platform_name, name.platform_name_size);
 
   auto version = PJRT_ARGS(PJRT_Client_PlatformVersion_Args);
-  version.client = client_;
+  version.client = client_.get();
   check(api, api->PJRT_Client_PlatformVersion(&version), "PJRT_Client_PlatformVersion");
   platform_version_.assign(version.platform_version, version.platform_version_size);
-}
-
-Client::~Client() {
-  auto args = PJRT_ARGS(PJRT_Client_Destroy_Args);
-  args.client = client_;
-  PJRT_Error* error = plugin_->api()->PJRT_Client_Destroy(&args);
-  if (error != nullptr) take_message(plugin_->api(), error);
 }
 
 PJRT_Device* Client::device(int index) const {
@@ -178,14 +167,11 @@ DeviceInfo Client::device_info(int index) const {
   attributes.device_description = get.device_description;
   check(api, api->PJRT_DeviceDescription_Attributes(&attributes),
         "PJRT_DeviceDescription_Attributes");
-  for (size_t i = 0; i < attributes.num_attributes; ++i) {
-    const PJRT_NamedValue& value = attributes.attributes[i];
-    std::string name(value.name, value.name_size);
-    if (value.type == PJRT_NamedValue_kInt64) {
-      info.int_attributes[name] = {value.int64_value};
-    } else if (value.type == PJRT_NamedValue_kInt64List) {
-      info.int_attributes[name].assign(value.int64_array_value,
-                                       value.int64_array_value + value.value_size);
+  for (NamedValue& value : read_named_values(attributes.attributes, attributes.num_attributes)) {
+    if (const auto* scalar = std::get_if<int64_t>(&value.value)) {
+      info.int_attributes[value.name] = {*scalar};
+    } else if (auto* list = std::get_if<std::vector<int64_t>>(&value.value)) {
+      info.int_attributes[value.name] = std::move(*list);
     }
   }
   return info;
@@ -195,6 +181,8 @@ std::optional<int64_t> Client::memory_limit(int index) const {
   const PJRT_Api* api = plugin_->api();
   auto args = PJRT_ARGS(PJRT_Device_MemoryStats_Args);
   args.device = device(index);
+  // Optional: a plugin may leave the entry out (or null) rather than return UNIMPLEMENTED.
+  if (!PJRT_HAS(*plugin_, PJRT_Device_MemoryStats)) return std::nullopt;
   if (PJRT_Error* error = api->PJRT_Device_MemoryStats(&args)) {
     take_message(api, error);  // unimplemented by the plugin: no limit to report
     return std::nullopt;
@@ -209,7 +197,7 @@ BufferPtr Client::upload(const void* data, PJRT_Buffer_Type type, const std::vec
   element_size(type);  // throws for types that would make the plugin abort
   const PJRT_Api* api = plugin_->api();
   auto args = PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args);
-  args.client = client_;
+  args.client = client_.get();
   args.data = data;
   args.type = type;
   args.dims = dims.data();
@@ -222,14 +210,12 @@ BufferPtr Client::upload(const void* data, PJRT_Buffer_Type type, const std::vec
     done_with_host();
     throw;
   }
+  // The event is owned before the allocation below can throw, so it is destroyed on every
+  // path. A null event (the plugin copied during the call) runs done_with_host at once.
+  Event done(plugin_, args.done_with_host_buffer);
   auto buffer = std::make_shared<Buffer>(plugin_, args.buffer);
-  if (args.done_with_host_buffer == nullptr) {
-    done_with_host();
-  } else {
-    Event done(plugin_, args.done_with_host_buffer);
-    done.on_ready(
-        [done_with_host = std::move(done_with_host)](const std::string&) { done_with_host(); });
-  }
+  done.on_ready(
+      [done_with_host = std::move(done_with_host)](const std::string&) { done_with_host(); });
   return buffer;
 }
 
@@ -261,7 +247,7 @@ std::unique_ptr<Executable> Client::compile(const std::string& mlir,
   program.format = kFormat;
   program.format_size = sizeof(kFormat) - 1;
   auto args = PJRT_ARGS(PJRT_Client_Compile_Args);
-  args.client = client_;
+  args.client = client_.get();
   args.program = &program;
   args.compile_options = options.data();
   args.compile_options_size = options.size();
@@ -274,7 +260,7 @@ std::unique_ptr<Executable> Client::deserialize(const std::string& bytes,
   if (bytes.empty()) throw std::invalid_argument("cannot deserialize an empty executable");
   const PJRT_Api* api = plugin_->api();
   auto args = PJRT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
-  args.client = client_;
+  args.client = client_.get();
   args.serialized_executable = bytes.data();
   args.serialized_executable_size = bytes.size();
   if (!options.empty()) {

@@ -13,6 +13,7 @@
 #include "buffer.h"
 #include "executable.h"
 #include "key_value_store.h"
+#include "named_value.h"
 #include "plugin.h"
 
 namespace tpu::pjrt {
@@ -26,10 +27,14 @@ struct DeviceInfo {
   std::map<std::string, std::vector<int64_t>> int_attributes;
 };
 
-// An option of PJRT_Client_Create: an integer or a list of integers, such as the CPU
-// plugin's ("cpu_device_count", 2) or the GPU plugin's ("visible_devices", {1}). Each
-// plugin defines its own; unknown ones may be refused.
-using CreateOption = std::pair<std::string, std::variant<int64_t, std::vector<int64_t>>>;
+// An option of PJRT_Client_Create: a bool, an integer, a float, a string or a list of
+// integers, such as the CPU plugin's ("cpu_device_count", int64_t{2}) or the GPU plugin's
+// ("platform_name", "cuda"), ("allocator", "bfc"), ("memory_fraction", 0.5),
+// ("preallocate", false), ("visible_devices", std::vector<int64_t>{1}). Each plugin defines
+// its own: the CPU plugin (xla-cpu-pjrt 0.0.1) ignores names it does not know, but a known
+// name with another type makes it throw std::bad_variant_access through the C API (seen
+// escaping PJRT_Client_Create; undefined behaviour), so give each option the plugin's type.
+using CreateOption = std::pair<std::string, NamedValueData>;
 
 class Client {
  public:
@@ -38,7 +43,6 @@ class Client {
   explicit Client(std::shared_ptr<const Plugin> plugin,
                   const std::vector<CreateOption>& options = {},
                   std::shared_ptr<KeyValueStore> key_values = nullptr);
-  ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
@@ -85,10 +89,20 @@ class Client {
                    int device, PJRT_HostBufferSemantics semantics,
                    std::function<void()> done_with_host) const;
 
+  // PJRT_Client_Destroy for the owned client.
+  struct ClientDestroyer {
+    const PJRT_Api* api;
+    void operator()(PJRT_Client* client) const;
+  };
+
   std::shared_ptr<const Plugin> plugin_;
-  // Before client_: the plugin may call into it until the client is destroyed.
+  // Declared before client_, so destroyed after it: the plugin may call into the store
+  // (from its own threads too) until the client is destroyed.
   std::shared_ptr<KeyValueStore> key_values_;
-  PJRT_Client* client_ = nullptr;
+  // Owned from the moment PJRT_Client_Create returns it: if a query after it fails, the
+  // constructor's unwinding destroys the client (its threads, its device memory) before
+  // the store.
+  std::unique_ptr<PJRT_Client, ClientDestroyer> client_;
   std::vector<PJRT_Device*> devices_;
   std::string platform_name_;
   std::string platform_version_;

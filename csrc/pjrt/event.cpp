@@ -1,6 +1,26 @@
 #include "event.h"
 
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <mutex>
+
 #include "error.h"
+
+// ThreadSanitizer cannot see the plugin's synchronization (the plugin is not instrumented),
+// so a callback's reads of what was written before it was registered look like races. The
+// annotations state what PJRT guarantees: registration happens before the callback runs.
+#if defined(__SANITIZE_THREAD__)
+#define TPU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TPU_TSAN 1
+#endif
+#endif
+#ifdef TPU_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
 
 namespace tpu::pjrt {
 
@@ -36,13 +56,46 @@ struct OnReadyContext {
   std::function<void(const std::string&)> done;
 };
 
-void on_ready_trampoline(PJRT_Error* error, void* user_arg) {
+std::mutex failures_mutex;
+std::deque<std::string> failures;  // the newest kMaxFailures, oldest first
+constexpr size_t kMaxFailures = 64;
+
+// Never throws: it runs inside the catch of a C callback.
+void record_callback_failure(const char* what) noexcept {
+  std::fprintf(stderr, "torch_tpu: an on_ready callback failed on a PJRT thread: %s\n", what);
+  try {
+    std::lock_guard<std::mutex> lock(failures_mutex);
+    if (failures.size() == kMaxFailures) failures.pop_front();
+    failures.emplace_back(what);
+  } catch (...) {  // out of memory for the record: the line above is all that is left
+  }
+}
+
+// Called by the plugin, on its own threads, through C frames: an exception leaving it would
+// call std::terminate (no unwinding through the plugin), so none does.
+void on_ready_trampoline(PJRT_Error* error, void* user_arg) noexcept {
+#ifdef TPU_TSAN
+  __tsan_acquire(user_arg);
+#endif
   std::unique_ptr<OnReadyContext> context(static_cast<OnReadyContext*>(user_arg));
-  std::string message;
-  if (error != nullptr) message = take_message(context->plugin->api(), error);
-  context->done(message);
+  try {
+    std::string message;
+    if (error != nullptr) message = take_message(context->plugin->api(), error);
+    context->done(message);
+  } catch (const std::exception& e) {
+    record_callback_failure(e.what());
+  } catch (...) {
+    record_callback_failure("an exception that is not a std::exception");
+  }
 }
 }  // namespace
+
+std::vector<std::string> take_callback_failures() {
+  std::lock_guard<std::mutex> lock(failures_mutex);
+  std::vector<std::string> taken(failures.begin(), failures.end());
+  failures.clear();
+  return taken;
+}
 
 void Event::on_ready(std::function<void(const std::string&)> done) const {
   if (event_ == nullptr) {
@@ -54,6 +107,9 @@ void Event::on_ready(std::function<void(const std::string&)> done) const {
   args.event = event_;
   args.callback = &on_ready_trampoline;
   args.user_arg = context.get();
+#ifdef TPU_TSAN
+  __tsan_release(context.get());
+#endif
   check(plugin_->api(), plugin_->api()->PJRT_Event_OnReady(&args), "PJRT_Event_OnReady");
   context.release();  // now owned by the callback
 }

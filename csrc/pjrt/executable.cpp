@@ -63,9 +63,18 @@ std::vector<BufferPtr> Executable::execute(const std::vector<PJRT_Buffer*>& inpu
   args.execute_device = device;  // portable executables run where they are told
   check(api, api->PJRT_LoadedExecutable_Execute(&args), "PJRT_LoadedExecutable_Execute");
 
+  // Each output is ours to destroy from here on, also if adopting the next one throws.
   std::vector<BufferPtr> result;
-  result.reserve(outputs.size());
-  for (PJRT_Buffer* output : outputs) result.push_back(std::make_shared<Buffer>(plugin_, output));
+  size_t adopted = 0;
+  try {
+    result.reserve(outputs.size());
+    for (; adopted < outputs.size(); ++adopted) {
+      result.push_back(std::make_shared<Buffer>(plugin_, outputs[adopted]));
+    }
+  } catch (...) {
+    for (size_t i = adopted; i < outputs.size(); ++i) Buffer owner(plugin_, outputs[i]);
+    throw;
+  }
   return result;
 }
 
@@ -82,11 +91,15 @@ std::string Executable::serialize() const {
   auto args = PJRT_ARGS(PJRT_Executable_Serialize_Args);
   args.executable = view.executable;
   check(api, api->PJRT_Executable_Serialize(&args), "PJRT_Executable_Serialize");
-  std::string bytes(args.serialized_bytes, args.serialized_bytes_size);
-  if (args.serialized_executable_deleter != nullptr) {
-    args.serialized_executable_deleter(args.serialized_executable);
-  }
-  return bytes;
+  // The bytes live until the deleter runs: freed even if copying them throws.
+  struct Deleter {
+    PJRT_SerializedExecutable* executable;
+    void (*deleter)(PJRT_SerializedExecutable*);
+    ~Deleter() {
+      if (deleter != nullptr) deleter(executable);
+    }
+  } owner{args.serialized_executable, args.serialized_executable_deleter};
+  return std::string(args.serialized_bytes, args.serialized_bytes_size);
 }
 
 }  // namespace tpu::pjrt

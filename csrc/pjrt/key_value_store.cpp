@@ -24,56 +24,67 @@ PJRT_Error* report(PJRT_CallbackError* callback_error, PJRT_Error_Code code,
   return (*callback_error)(code, message.data(), message.size());
 }
 
-// Runs `body`; an exception becomes the PJRT_Error the plugin expects.
+// Runs `body` with the key copied out of the plugin's arguments; any exception becomes the
+// PJRT_Error the plugin expects. The plugin calls us through C frames on its own threads:
+// nothing may propagate out (that is std::terminate), not even an allocation failure while
+// reporting a failure, hence the last resort with a fixed message.
 template <typename Body>
-PJRT_Error* guarded(PJRT_CallbackError* callback_error, const std::string& key, Body&& body) {
+PJRT_Error* guarded(PJRT_CallbackError* callback_error, const char* key_data, size_t key_size,
+                    Body&& body) noexcept {
   try {
-    return body();
-  } catch (const KeyValueTimeout& e) {
-    return report(callback_error, PJRT_Error_Code_DEADLINE_EXCEEDED,
-                  "torch_tpu key-value store: key '" + key + "': " + e.what());
-  } catch (const std::exception& e) {
-    return report(callback_error, PJRT_Error_Code_INTERNAL,
-                  "torch_tpu key-value store: key '" + key + "': " + e.what());
+    std::string key(key_data, key_size);
+    try {
+      return body(key);
+    } catch (const KeyValueTimeout& e) {
+      return report(callback_error, PJRT_Error_Code_DEADLINE_EXCEEDED,
+                    "torch_tpu key-value store: key '" + key + "': " + e.what());
+    } catch (const std::exception& e) {
+      return report(callback_error, PJRT_Error_Code_INTERNAL,
+                    "torch_tpu key-value store: key '" + key + "': " + e.what());
+    } catch (...) {
+      return report(callback_error, PJRT_Error_Code_INTERNAL,
+                    "torch_tpu key-value store: key '" + key + "': unknown error");
+    }
   } catch (...) {
-    return report(callback_error, PJRT_Error_Code_INTERNAL,
-                  "torch_tpu key-value store: key '" + key + "': unknown error");
+    static const char kMessage[] = "torch_tpu key-value store: out of memory reporting an error";
+    return (*callback_error)(PJRT_Error_Code_INTERNAL, kMessage, sizeof(kMessage) - 1);
   }
 }
 
 PJRT_Error* get(PJRT_KeyValueGetCallback_Args* args) {
-  std::string key(args->key, args->key_size);
-  return guarded(args->callback_error, key, [&]() -> PJRT_Error* {
-    auto* store = static_cast<KeyValueStore*>(args->user_arg);
-    std::string value = store->get(key, std::chrono::milliseconds(args->timeout_in_ms));
-    args->value = copy_for_plugin(value, &args->value_size);
-    args->value_deleter_callback = &delete_value;
-    return nullptr;
-  });
+  return guarded(args->callback_error, args->key, args->key_size,
+                 [args](const std::string& key) -> PJRT_Error* {
+                   auto* store = static_cast<KeyValueStore*>(args->user_arg);
+                   std::string value =
+                       store->get(key, std::chrono::milliseconds(args->timeout_in_ms));
+                   args->value = copy_for_plugin(value, &args->value_size);
+                   args->value_deleter_callback = &delete_value;
+                   return nullptr;
+                 });
 }
 
 PJRT_Error* try_get(PJRT_KeyValueTryGetCallback_Args* args) {
-  std::string key(args->key, args->key_size);
-  return guarded(args->callback_error, key, [&]() -> PJRT_Error* {
-    auto* store = static_cast<KeyValueStore*>(args->user_arg);
-    std::optional<std::string> value = store->try_get(key);
-    if (!value) {
-      return report(args->callback_error, PJRT_Error_Code_NOT_FOUND,
-                    "torch_tpu key-value store: key '" + key + "' is not set");
-    }
-    args->value = copy_for_plugin(*value, &args->value_size);
-    args->value_deleter_callback = &delete_value;
-    return nullptr;
-  });
+  return guarded(args->callback_error, args->key, args->key_size,
+                 [args](const std::string& key) -> PJRT_Error* {
+                   auto* store = static_cast<KeyValueStore*>(args->user_arg);
+                   std::optional<std::string> value = store->try_get(key);
+                   if (!value) {
+                     return report(args->callback_error, PJRT_Error_Code_NOT_FOUND,
+                                   "torch_tpu key-value store: key '" + key + "' is not set");
+                   }
+                   args->value = copy_for_plugin(*value, &args->value_size);
+                   args->value_deleter_callback = &delete_value;
+                   return nullptr;
+                 });
 }
 
 PJRT_Error* put(PJRT_KeyValuePutCallback_Args* args) {
-  std::string key(args->key, args->key_size);
-  return guarded(args->callback_error, key, [&]() -> PJRT_Error* {
-    auto* store = static_cast<KeyValueStore*>(args->user_arg);
-    store->set(key, std::string(args->value, args->value_size));
-    return nullptr;
-  });
+  return guarded(args->callback_error, args->key, args->key_size,
+                 [args](const std::string& key) -> PJRT_Error* {
+                   auto* store = static_cast<KeyValueStore*>(args->user_arg);
+                   store->set(key, std::string(args->value, args->value_size));
+                   return nullptr;
+                 });
 }
 
 }  // namespace
