@@ -7,6 +7,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/library.h>
 
+#include "aten/torch_compat.h"
+
 namespace tpu::aten {
 namespace {
 
@@ -25,7 +27,10 @@ at::Tensor binary_cross_entropy_banned(const at::Tensor& /*self*/, const at::Ten
 // Ops not listed run in whatever dtype their inputs have.
 TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) { m.fallback(torch::CppFunction::makeFallthrough()); }
 
-// The op-list macros name these types unqualified.
+// The op-list macros name these types unqualified (torch 2.11's lists also DimnameList).
+#if TPU_TORCH_HAS_DIMNAME
+using at::DimnameList;
+#endif
 using at::IntArrayRef;
 using at::Scalar;
 using at::ScalarType;

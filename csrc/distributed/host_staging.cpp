@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "aten/host_access.h"
+#include "aten/torch_compat.h"
 
 namespace tpu::distributed {
 
@@ -56,7 +57,7 @@ ReduceCarrier reduce_carrier(at::ScalarType dtype, const c10d::ReduceOp& op) {
 
 void apply_premul(at::Tensor& host, const c10d::ReduceOp& op) {
   if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return;
-  auto* supplement = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+  auto* supplement = dynamic_cast<compat::PreMulSumSupplement*>(op.supplement_.get());
   TORCH_CHECK(supplement != nullptr, "PREMUL_SUM without a factor");
   if (supplement->tensor_factor.defined())
     host.mul_(supplement->tensor_factor.to(c10::kCPU));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "aten/program.h"
+#include "aten/torch_compat.h"
 #include "distributed/work.h"
 #include "hlo/collectives.h"
 #include "pjrt/client.h"
@@ -130,7 +131,7 @@ at::Tensor XlaCollectiveEngine::reduced(const at::Tensor& input, const c10d::Red
                                         bool scatter) {
   at::Tensor x = as_carrier(input);
   if (op.op_ == Op::PREMUL_SUM) {
-    auto* supplement = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+    auto* supplement = dynamic_cast<compat::PreMulSumSupplement*>(op.supplement_.get());
     TORCH_CHECK(supplement != nullptr, "PREMUL_SUM without a factor");
     x = supplement->tensor_factor.defined() ? x * supplement->tensor_factor.to(x.device())
                                             : x * supplement->double_factor;
