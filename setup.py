@@ -43,6 +43,9 @@ class CMakeBuild(build_ext):
         if os.path.abspath(built) != os.path.abspath(target):
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.copyfile(built, target)
+            # The torch version CMake recorded beside the module (checked at import).
+            record = os.path.join(ROOT, "torch_tpu", "_C.torch_version")
+            shutil.copyfile(record, os.path.join(os.path.dirname(target), "_C.torch_version"))
 
 
 setup(
@@ -53,7 +56,8 @@ setup(
     py_modules=["_torch_tpu_autoload"],
     ext_modules=[CMakeExtension("torch_tpu._C")],
     cmdclass={"build_ext": CMakeBuild},
-    install_requires=["torch==2.13.0", "xla-cpu-pjrt==0.0.1", "numpy"],
+    # torch 2.11-2.13 build (torch_tpu/_runtime/versions.py); scripts/setup.sh installs 2.13.0.
+    install_requires=["torch>=2.11,<2.14", "xla-cpu-pjrt==0.0.1", "numpy"],
     # torch_tpu.kernels.jax_op: the newest JAX for Python 3.11 (0.12 and Tokamax need 3.12).
     extras_require={"jax": ["jax==0.10.2", "jaxlib==0.10.2"]},
     python_requires=">=3.10",

@@ -17,8 +17,8 @@
 
 namespace tpu::compat {
 
-// PreMulSum's factor. Torch 2.11 names the struct c10d::NCCLPreMulSumSupplement; 2.12 renamed
-// it c10d::PreMulSumSupplement and kept the old name as an alias, so the old name serves all.
+// PreMulSum's factor. Torch 2.11 names the struct c10d::NCCLPreMulSumSupplement; 2.13 names it
+// c10d::PreMulSumSupplement and keeps the old name as an alias, so the old name serves both.
 using PreMulSumSupplement = c10d::NCCLPreMulSumSupplement;
 
 }  // namespace tpu::compat
