@@ -90,7 +90,7 @@ at::Tensor staging_tensor(at::IntArrayRef sizes, at::ScalarType dtype) {
 
 void read_to_host(const at::Tensor& src, const at::Tensor& dst) {
   TORCH_INTERNAL_ASSERT(same_layout(src, dst));
-  runtime::DeviceStorage* storage = on_xla_cpu() ? whole_storage(src) : nullptr;
+  runtime::DeviceStorage* storage = taking_xla_cpu_shortcuts() ? whole_storage(src) : nullptr;
   if (src.numel() == 0) return;
   if (storage == nullptr || !storage->has_buffer() ||
       storage->element_type() != element_type(src.scalar_type())) {
@@ -111,7 +111,7 @@ void read_to_host(const at::Tensor& src, const at::Tensor& dst) {
 
 void adopt_host(const at::Tensor& dst, const at::Tensor& host) {
   TORCH_INTERNAL_ASSERT(same_layout(dst, host));
-  runtime::DeviceStorage* storage = on_xla_cpu() ? whole_storage(dst) : nullptr;
+  runtime::DeviceStorage* storage = taking_xla_cpu_shortcuts() ? whole_storage(dst) : nullptr;
   if (dst.numel() == 0) return;
   if (storage == nullptr) {
     at::Tensor out = dst;

@@ -19,6 +19,7 @@
 #include "runtime/program_trace.h"
 #include "runtime/runtime.h"
 #include "runtime/strided.h"
+#include "runtime/xla_cpu_shortcuts.h"
 
 namespace tpu::aten {
 
@@ -91,12 +92,16 @@ bool has_nan_or_inf(const pjrt::BufferPtr& buffer, const hlo::Value& value, int 
 
 }  // namespace
 
-// Lowerings for the CPU plugin work around XLA:CPU's code generator (see
-// hlo::Builder::set_for_xla_cpu); TPU and GPU compilers need none of it.
 // Asked once per op: cached, as a process never switches plugins (Runtime::initialize).
 bool on_xla_cpu() {
   static const bool cpu = runtime::Runtime::get().client().platform_name() == "cpu";
   return cpu;
+}
+
+bool taking_xla_cpu_shortcuts() {
+  static const bool taking =
+      runtime::xla_cpu_shortcuts(runtime::Runtime::get().client().platform_name());
+  return taking;
 }
 
 // torch.set_float32_matmul_precision: "highest" (PyTorch's default) promises float32
@@ -111,7 +116,10 @@ static hlo::MatmulPrecision matmul_precision() {
 
 Program::Program(const char* op_name, PreparedCall* prepared)
     : op_name_(op_name), prepared_(prepared) {
-  builder_.set_for_xla_cpu(on_xla_cpu());
+  // Lowerings for XLA:CPU's code generator (hlo::Builder::set_for_xla_cpu) are a speed
+  // shortcut; its NaN-dropping min/max needs the fix on the CPU plugin in every mode.
+  builder_.set_for_xla_cpu(taking_xla_cpu_shortcuts());
+  builder_.set_nan_propagating_min_max(on_xla_cpu());
   builder_.set_host_matmul(host_kernels::host_matmul_enabled());
   builder_.set_matmul_precision(matmul_precision());
 }
@@ -259,8 +267,8 @@ void Program::write(const at::Tensor& out, const hlo::Value& value) {
   if (state.storage->nbytes() % element_bytes == 0 && view.covers_exactly(elements)) {
     // Only XLA:CPU gets the shape (see DeferredGraph::record): it checks only the byte
     // size of a parameter's buffer, and on a TPU an N-d result would be a relayout.
-    state.value =
-        runtime::dense_storage(builder_, view, shaped, on_xla_cpu() ? &state.shape : nullptr);
+    state.value = runtime::dense_storage(builder_, view, shaped,
+                                         taking_xla_cpu_shortcuts() ? &state.shape : nullptr);
   } else {
     state.shape.clear();
     hlo::Value base = runtime::reinterpret(builder_, storage_value(state), type);

@@ -26,6 +26,9 @@ namespace tpu::aten {
 
 // Whether the plugin is XLA:CPU, whose device memory is host memory (cached).
 bool on_xla_cpu();
+// Whether this process takes the CPU plugin's speed shortcuts (runtime/xla_cpu_shortcuts.h):
+// on XLA:CPU unless TORCH_TPU_XLA_CPU_SHORTCUTS=0. Cached.
+bool taking_xla_cpu_shortcuts();
 
 class Program {
  public:

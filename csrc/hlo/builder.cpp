@@ -155,6 +155,7 @@ std::string Builder::region(const std::vector<TensorType>& argument_types, const
   nested.prefix_ = prefix_ + "r" + std::to_string(next_region_++) + "_";
   nested.in_region_ = true;
   nested.for_xla_cpu_ = for_xla_cpu_;
+  nested.nan_propagating_min_max_ = nan_propagating_min_max_;
   nested.matmul_precision_ = matmul_precision_;
   std::vector<Value> arguments;
   for (const TensorType& type : argument_types) arguments.push_back(nested.parameter(type));
@@ -213,7 +214,7 @@ Value Builder::binary(const char* op, const Value& a, const Value& b) {
   }
   Value result = emit(op, {a, b}, a.type);
   std::string_view name = op;
-  if (for_xla_cpu_ && !in_region_ && is_float(a.element()) &&
+  if (nan_propagating_min_max_ && !in_region_ && is_float(a.element()) &&
       (name == "maximum" || name == "minimum")) {
     // XLA:CPU's fast min/max returns `a` when `b` is NaN; StableHLO (and PyTorch) propagate
     // a NaN from either side. Reduction bodies (in regions) handle NaN on their own.
@@ -511,6 +512,7 @@ std::string Builder::branch(const std::vector<TensorType>& results, const Branch
   nested.next_id_ = next_id_;
   nested.next_region_ = next_region_;
   nested.for_xla_cpu_ = for_xla_cpu_;
+  nested.nan_propagating_min_max_ = nan_propagating_min_max_;
   nested.matmul_precision_ = matmul_precision_;
   nested.callees_ = callees_;
   std::vector<Value> yielded = body(nested);

@@ -83,7 +83,8 @@ class Builder {
   Value reduce(const Value& x, const Value& init, Reduction kind, const std::vector<int64_t>& dims);
   // x, computed in full before any op reads it: XLA fuses no producer of x into x's users.
   Value optimization_barrier(const Value& x);
-  // Lowerings for XLA:CPU work around two weaknesses of its code generator when this is set:
+  // Lowerings for XLA:CPU work around two weaknesses of its code generator when this is set
+  // (a speed shortcut: runtime/xla_cpu_shortcuts.h):
   // - it fuses a reduction that keeps the innermost dimension (a column reduction, such as a
   //   bias gradient's sum over rows) with the ops producing its input, and emits the fusion as a
   //   loop over the outputs that gathers every column element by element, several times slower
@@ -91,6 +92,10 @@ class Builder {
   //   reduce() then reads the input of such reductions through an optimization barrier;
   // - it calls libm's scalar sinf/cosf per element; see trig.h.
   void set_for_xla_cpu(bool on) { for_xla_cpu_ = on; }
+  // Floating-point maximum and minimum propagate a NaN from either operand when set: XLA:CPU's
+  // fast min/max returns `a` when `b` is NaN. A correctness fix for the CPU plugin, needed
+  // there with or without the speed shortcuts; TPU and GPU compilers propagate NaN themselves.
+  void set_nan_propagating_min_max(bool on) { nan_propagating_min_max_ = on; }
   // The precision of float32 dots and convolutions built from now on (default: Highest).
   void set_matmul_precision(MatmulPrecision precision) { matmul_precision_ = precision; }
   // The `precision_config` attribute for a dot or convolution of `lhs`, `rhs`, with its
@@ -192,6 +197,7 @@ class Builder {
   bool in_region_ = false;  // parameters are block arguments, not function arguments
   int next_region_ = 0;
   bool for_xla_cpu_ = false;
+  bool nan_propagating_min_max_ = false;
   bool host_matmul_ = false;
   // Values made by a transpose of the last two dimensions, by result id, and their operand: a
   // host matmul reads the operand with a transposed BLAS call instead of a copy.

@@ -21,6 +21,7 @@
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
+#include "runtime/xla_cpu_shortcuts.h"
 
 namespace py = pybind11;
 
@@ -42,6 +43,8 @@ py::dict plugin_info() {
       std::to_string(plugin.api_major()) + "." + std::to_string(plugin.api_minor());
   info["platform_name"] = rt.client().platform_name();
   info["platform_version"] = rt.client().platform_version();
+  // Whether this process takes the CPU plugin's speed shortcuts (runtime/xla_cpu_shortcuts.h).
+  info["xla_cpu_shortcuts"] = runtime::xla_cpu_shortcuts(rt.client().platform_name());
   py::dict attributes;
   for (const auto& [key, value] : plugin.attributes()) attributes[py::str(key)] = value;
   info["attributes"] = attributes;
@@ -121,7 +124,8 @@ PYBIND11_MODULE(_C, m) {
         job.num_nodes = num_nodes;
         job.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
         runtime::Runtime& rt = runtime::Runtime::initialize(path, options, std::move(job));
-        if (rt.client().platform_name() == "cpu" && host_kernels::install_host_matmul()) {
+        if (runtime::xla_cpu_shortcuts(rt.client().platform_name()) &&
+            host_kernels::install_host_matmul()) {
           host_kernels::install_host_attention();
           host_kernels::install_host_layer_norm();
           host_kernels::install_host_convolution();

@@ -8,6 +8,7 @@
 #include "runtime/compile_parallelism.h"
 #include "runtime/fingerprint.h"
 #include "runtime/program_cache.h"
+#include "runtime/xla_cpu_shortcuts.h"
 
 namespace tpu::runtime {
 
@@ -58,7 +59,7 @@ std::string cache_identity(const pjrt::Client& client, const std::string& torch_
   identity +=
       "quick_op_compile_options=" + hex(compile_options_for(client, ProgramKind::QuickOp)) + "\n";
   // Programs compiled for one core hold other code: they must not be mixed with others.
-  if (client.platform_name() == "cpu" && one_core_compile_requested()) {
+  if (xla_cpu_shortcuts(client.platform_name()) && one_core_compile_requested()) {
     identity += "one_core_compile=1\n";
   }
   identity += "torch_tpu=" + torch_tpu_version + "\n";

@@ -10,6 +10,7 @@
 #include "runtime/compile_parallelism.h"
 #include "runtime/metrics.h"
 #include "runtime/program_dump.h"
+#include "runtime/xla_cpu_shortcuts.h"
 
 namespace tpu::runtime {
 
@@ -27,7 +28,7 @@ size_t max_programs_from_environment() {
 }
 
 uint32_t pin_runs_from_environment(const pjrt::Client& client) {
-  if (client.platform_name() != "cpu") return 0;
+  if (!xla_cpu_shortcuts(client.platform_name())) return 0;
   const char* text = std::getenv("TORCH_TPU_PIN_PROGRAMS");
   if (text == nullptr || *text == '\0') return kPinRuns;
   char* end = nullptr;
@@ -52,7 +53,9 @@ std::string quick_key(const std::string& program) { return program + "// tier: q
 std::string compile_options_for(const pjrt::Client& client, ProgramKind kind, std::string base) {
   std::string options = std::move(base);
   const std::string level = fast_op_compile_level();
-  if (kind == ProgramKind::Graph || level == "0" || client.platform_name() != "cpu") return options;
+  if (kind == ProgramKind::Graph || level == "0" || !xla_cpu_shortcuts(client.platform_name())) {
+    return options;
+  }
   options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
   // LLVM's -O0: a third to two thirds of an op's compile time, but its loops run up to 13x
   // slower on large tensors: for a quick first tier, or for code that meets many shapes and
@@ -68,8 +71,8 @@ ProgramCache::ProgramCache(const pjrt::Client& client)
       op_options_(compile_options_for(client, ProgramKind::Op)),
       graph_options_(compile_options_for(client, ProgramKind::Graph)),
       quick_options_(compile_options_for(client, ProgramKind::QuickOp)),
-      tiered_(client.platform_name() == "cpu" && fast_op_compile_level() == "1"),
-      one_core_compile_(client.platform_name() == "cpu" && one_core_compile_requested()),
+      tiered_(xla_cpu_shortcuts(client.platform_name()) && fast_op_compile_level() == "1"),
+      one_core_compile_(xla_cpu_shortcuts(client.platform_name()) && one_core_compile_requested()),
       pin_runs_(pin_runs_from_environment(client)),
       max_programs_(max_programs_from_environment()) {}
 

@@ -10,6 +10,7 @@
 #include "pjrt/error.h"
 #include "runtime/host_heap.h"
 #include "runtime/memory.h"
+#include "runtime/xla_cpu_shortcuts.h"
 
 namespace tpu::runtime {
 
@@ -71,7 +72,7 @@ Runtime& Runtime::initialize(const std::string& plugin_path,
   const bool tune_heap = host_heap_tuning_requested();  // a bad value fails before loading
   auto runtime = std::unique_ptr<Runtime>(
       new Runtime(pjrt::Plugin::load(plugin_path), options, std::move(job)));
-  if (tune_heap && runtime->client().platform_name() == "cpu") {
+  if (tune_heap && xla_cpu_shortcuts(runtime->client().platform_name())) {
     tune_host_heap_for_device_buffers();
   }
   instance = runtime.release();

@@ -67,6 +67,23 @@ TEST(Builder, SameStructureSameText) {
   EXPECT_NE(make(3), make(4));
 }
 
+// The NaN fix of XLA:CPU's min/max is its own switch: the CPU plugin needs it also when the
+// speed shortcuts (set_for_xla_cpu) are off, and accelerators need neither.
+TEST(Builder, NanPropagatingMinMaxIsIndependentOfTheSpeedShortcuts) {
+  for (bool shortcuts : {false, true}) {
+    for (bool nan_fix : {false, true}) {
+      Builder b;
+      b.set_for_xla_cpu(shortcuts);
+      b.set_nan_propagating_min_max(nan_fix);
+      std::string text =
+          b.module_text({b.binary("maximum", b.parameter(f32({4})), b.parameter(f32({4})))});
+      EXPECT_EQ(text.find("stablehlo.select") != std::string::npos, nan_fix)
+          << "shortcuts " << shortcuts << ", NaN fix " << nan_fix << ":\n"
+          << text;
+    }
+  }
+}
+
 TEST(Hash, StructuralHashFollowsStructure) {
   auto program = [](int64_t n, const char* op) {
     Builder b;
@@ -296,6 +313,7 @@ TEST(Builder, ColumnReductionInputsCanBeMaterialized) {
   for (bool materialize : {false, true}) {
     Builder b;
     b.set_for_xla_cpu(materialize);
+    b.set_nan_propagating_min_max(true);  // these run on XLA:CPU
     Value x = b.binary("multiply", b.parameter(f32({2, 3})), b.parameter(f32({2, 3})));
     Value zero = b.constant(0, ElementType::F32);
     Value columns = b.reduce(x, zero, Reduction::Add, {0});  // [3]: keeps the innermost dim
