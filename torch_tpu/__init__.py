@@ -107,7 +107,9 @@ def platform() -> str:
 
 
 def plugin_info() -> dict:
-    """The loaded PJRT plugin: path, C API version, platform name and version, attributes.
+    """The loaded PJRT plugin: path, C API version, platform name and version, attributes,
+    and whether the CPU plugin's speed shortcuts are taken (``xla_cpu_shortcuts``: off with
+    ``TORCH_TPU_XLA_CPU_SHORTCUTS=0`` and on every other platform).
 
     >>> torch_tpu.plugin_info()["api_version"]  # doctest: +SKIP
     '0.81'

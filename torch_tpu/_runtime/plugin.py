@@ -113,23 +113,25 @@ def default_cpu_devices(cores: int) -> int:
     return max(1, min(4, cores))
 
 
-def client_options(platform: str) -> list[tuple[str, int]]:
+def client_options(platform: str) -> list[tuple[str, bool | int | float | str]]:
     """Options for creating the PJRT client of ``platform``.
 
     On the CPU plugin, ``TORCH_TPU_CPU_DEVICES`` sets how many ``tpu`` devices there
     are; under torchrun, LOCAL_WORLD_SIZE; otherwise one per usable core, at most 4
-    (default_cpu_devices).
+    (default_cpu_devices). On the GPU plugin, the options JAX passes it (gpu_client_options).
 
     >>> client_options("tpu")
     []
     """
+    if platform == "cuda":
+        return gpu_client_options(os.environ)
+    if platform != "cpu":
+        return []
     text = os.environ.get("TORCH_TPU_CPU_DEVICES", "").strip()
-    if platform == "cpu" and not text:
+    if not text:
         # Under torchrun, one device per local rank: each rank uses its own, and
         # ranks x devices XLA worker threads must not swamp the host.
         text = os.environ.get("LOCAL_WORLD_SIZE", "").strip() if "LOCAL_RANK" in os.environ else ""
-    if platform != "cpu":
-        return []
     if not text:
         return [("cpu_device_count", default_cpu_devices(usable_cores()))]
     try:
@@ -141,3 +143,68 @@ def client_options(platform: str) -> list[tuple[str, int]]:
             f"TORCH_TPU_CPU_DEVICES={text!r}: expected a whole number of devices from 1 to 2048"
         )
     return [("cpu_device_count", count)]
+
+
+GPU_ALLOCATORS = ("default", "platform", "bfc", "cuda_async")
+
+
+def _setting(env, name: str, *fallbacks: str) -> tuple[str, str] | None:
+    """(variable, value) of the first of `name` and JAX's `fallbacks` that is set."""
+    for variable in (name, *fallbacks):
+        value = env.get(variable, "").strip()
+        if value:
+            return variable, value
+    return None
+
+
+def gpu_client_options(env) -> list[tuple[str, bool | int | float | str]]:
+    """The GPU plugin's client options, as JAX's CUDA plugin passes them, read from `env`.
+
+    XLA's GPU client preallocates 75% of the GPU's memory by default. A process that also
+    uses ``torch.cuda`` would find the GPU full, so torch_tpu asks for no preallocation
+    unless told otherwise: XLA then grows its pool as programs need memory, up to its
+    memory fraction.
+
+    - ``TORCH_TPU_GPU_PREALLOCATE=0|1`` (default 0; JAX's XLA_PYTHON_CLIENT_PREALLOCATE)
+    - ``TORCH_TPU_GPU_MEMORY_FRACTION=0.x`` (the share XLA may use, default the plugin's
+      0.75; JAX's XLA_CLIENT_MEM_FRACTION / XLA_PYTHON_CLIENT_MEM_FRACTION)
+    - ``TORCH_TPU_GPU_ALLOCATOR=default|platform|bfc|cuda_async`` (JAX's
+      XLA_PYTHON_CLIENT_ALLOCATOR)
+
+    >>> gpu_client_options({"TORCH_TPU_GPU_MEMORY_FRACTION": "0.5"})[2:]
+    [('preallocate', False), ('memory_fraction', 0.5)]
+    """
+    options: list[tuple[str, bool | int | float | str]] = [("platform_name", "cuda")]
+    allocator = _setting(env, "TORCH_TPU_GPU_ALLOCATOR", "XLA_PYTHON_CLIENT_ALLOCATOR")
+    name = allocator[1].lower() if allocator else "default"
+    if name not in GPU_ALLOCATORS:
+        raise ValueError(
+            f"{allocator[0]}={allocator[1]!r}: expected one of {', '.join(GPU_ALLOCATORS)}"
+        )
+    options.append(("allocator", name))
+    preallocate = _setting(env, "TORCH_TPU_GPU_PREALLOCATE", "XLA_PYTHON_CLIENT_PREALLOCATE")
+    if preallocate is None:
+        options.append(("preallocate", False))
+    elif preallocate[1].lower() in ("0", "false"):
+        options.append(("preallocate", False))
+    elif preallocate[1].lower() in ("1", "true"):
+        options.append(("preallocate", True))
+    else:
+        raise ValueError(f"{preallocate[0]}={preallocate[1]!r}: expected 0 or 1")
+    fraction = _setting(
+        env,
+        "TORCH_TPU_GPU_MEMORY_FRACTION",
+        "XLA_CLIENT_MEM_FRACTION",
+        "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    )
+    if fraction is not None:
+        try:
+            value = float(fraction[1])
+        except ValueError:
+            value = -1.0
+        if not 0.0 < value <= 1.0:
+            raise ValueError(
+                f"{fraction[0]}={fraction[1]!r}: expected a share of the GPU's memory in (0, 1]"
+            )
+        options.append(("memory_fraction", value))
+    return options
