@@ -60,6 +60,21 @@ TPU_HBM_BYTES = {
     "TPU v7": 96 * 10**9,
 }
 
+# Dense bf16 FLOP/s of NVIDIA GPUs (datasheets, without sparsity), matched against the
+# device's name ("NVIDIA H200", "NVIDIA H100 80GB HBM3", ...), the longest key first.
+GPU_PEAK_FLOPS = {
+    "H100 PCIe": 756e12,
+    "H100 NVL": 835e12,
+    "GH200": 989e12,
+    "H200": 989e12,
+    "H100": 989e12,
+    "H800": 989e12,
+    "B200": 2250e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "L4": 121e12,
+}
+
 _MEASURE_SIZE = 1024
 _FILE = "peak_flops.json"
 
@@ -167,7 +182,17 @@ def peak_flops(name: str, platform: str, plugin_version: str, device: torch.devi
     if platform == "cpu":
         sharing = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
         return host_peak_flops(device, platform, plugin_version) / max(sharing, 1)
-    return float("nan")  # a GPU or an unknown chip: no figure we could stand behind
+    if platform in ("cuda", "gpu"):
+        return gpu_peak_flops(name)
+    return float("nan")  # an unknown chip: no figure we could stand behind
+
+
+def gpu_peak_flops(name: str) -> float:
+    """The datasheet's dense bf16 FLOP/s of an NVIDIA GPU by name; NaN for one not listed."""
+    for key in sorted(GPU_PEAK_FLOPS, key=len, reverse=True):
+        if key in name:
+            return GPU_PEAK_FLOPS[key]
+    return float("nan")
 
 
 def capacity_bytes(name: str, host_bytes: int) -> int:
