@@ -132,6 +132,7 @@ def test_entries_compiled_under_other_compiler_flags_are_not_reused(tmp_path):
     assert again["metrics"]["compiles"] == 0
 
 
+@pytest.mark.xla_cpu_shortcut
 def test_latency_compiled_ops_compute_the_same_and_are_cached_apart(tmp_path):
     # TORCH_TPU_FAST_OP_COMPILE=2 compiles ops without LLVM's optimizations: the same
     # results, and entries of the default options are not served to it (nor back).
@@ -188,6 +189,7 @@ def test_cpu_device_count_defaults_to_one_per_core_up_to_four(tmp_path):
     assert [plugin.default_cpu_devices(n) for n in (1, 2, 3, 4, 5, 64)] == [1, 2, 3, 4, 4, 4]
 
 
+@pytest.mark.xla_cpu_shortcut
 def test_host_heap_keeps_device_buffers_on_the_cpu_platform(tmp_path):
     # XLA:CPU's buffers live in the malloc heap: glibc is tuned so a step's freed buffers
     # are reused instead of being returned and faulted in again; the variable turns it off
@@ -403,6 +405,7 @@ print(torch_tpu.metrics.snapshot()["compiles"], split)
 """
 
 
+@pytest.mark.xla_cpu_shortcut
 def test_one_core_compile_splits_no_loop_and_is_cached_apart(tmp_path):
     # TORCH_TPU_CPU_ONE_CORE_COMPILE=1 compiles on one CPU, so XLA:CPU splits none of the
     # program's loops between threads (XLA's own dump shows where it splits). The results

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The accelerator-path slice of the suite: the same tests, on the CPU plugin, with every
+# XLA:CPU-only shortcut turned off (TORCH_TPU_XLA_CPU_SHORTCUTS=0; the list and why each
+# exists: csrc/runtime/xla_cpu_shortcuts.h), so what runs is the code a TPU or GPU runs:
+# programs only, buffers moved by PJRT's transfer calls, default compile options.
+# scripts/test.sh runs it after the main suite; scripts/accelerator_check.sh runs it on the
+# accelerator itself. Extra arguments go to pytest. About 11 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+# The slice: ops and OpInfo, views, autograd, the three eager modes, compile, cache,
+# kernels, copies and memory, indexing, distributed over the staging engine.
+files=(
+  tests/test_views.py
+  tests/test_ops.py
+  tests/test_autograd.py
+  tests/test_eager_modes.py
+  tests/test_defer_and_fuse.py
+  tests/test_copy.py
+  tests/test_memory.py
+  tests/test_indexing.py
+  tests/test_compile.py
+  tests/test_cache.py
+  tests/test_kernels.py
+)
+# OpInfo: every op, strict mode, the float types an accelerator trains in (forward and grad).
+opinfo="strict and (float32 or bfloat16)"
+# Distributed: collectives and the parallel wrappers, one process per rank, strict mode.
+distributed="test_collectives or test_bad_input or (strict and (ddp or fsdp2 or dtensor))"
+
+export TORCH_TPU_XLA_CPU_SHORTCUTS=0
+"$PYTHON" -m pytest -q -p no:cacheprovider "${files[@]}" "$@"
+"$PYTHON" -m pytest -q -p no:cacheprovider tests/test_opinfo.py -k "$opinfo" "$@"
+"$PYTHON" -m pytest -q -p no:cacheprovider tests/test_distributed.py -k "$distributed" "$@"
