@@ -420,6 +420,85 @@ def test_non_blocking_source_mutated_after_upload():
     assert_equal(t, expected)
 
 
+def asynchronous_copies() -> int:
+    return torch_tpu.metrics.snapshot()["asynchronous_copies"]
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_non_blocking_with_pinned_memory_is_asynchronous_and_synchronize_waits(mode):
+    # As on CUDA: with pinned host memory, non_blocking=True returns before the data has
+    # moved (the copy is PJRT's transfer, counted in the metrics), and the values are there
+    # once torch.tpu.synchronize() or an event recorded after the copy says so.
+    c = sample(torch.float32, (256, 129))
+    with torch_tpu.eager_mode(mode):
+        before = asynchronous_copies()
+        t = c.pin_memory().to(TPU, non_blocking=True)
+        r = (t * 2).to("cpu", non_blocking=True)  # PyTorch gives this a pinned destination
+        assert r.is_pinned()
+        torch.tpu.synchronize()
+        assert asynchronous_copies() == before + 2
+        assert_equal(r, c * 2)
+        h = torch.empty_like(c).pin_memory()
+        h.copy_(t + 1, non_blocking=True)
+        event = torch.tpu.Event()
+        event.record()
+        event.synchronize()
+        assert event.query()
+        assert_equal(h, c + 1)
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_an_in_place_op_right_after_a_non_blocking_download_waits_for_it(mode):
+    # The op reuses the source's buffer (donation): the copy must have read it first.
+    # (Integer values: x * 2 + 1 is exact, fused or not.)
+    c = torch.randint(-1000, 1000, (2048, 1024)).float()
+    expected = c.clone()
+    with torch_tpu.eager_mode(mode):
+        t = c.to(TPU)
+        for _ in range(6):
+            h = torch.empty_like(c).pin_memory()
+            h.copy_(t, non_blocking=True)
+            t.mul_(2).add_(1)
+            torch.tpu.synchronize()
+            assert_equal(h, expected)
+            expected.mul_(2).add_(1)
+
+
+def test_non_blocking_keeps_the_memory_of_a_copy_in_flight():
+    # The pinned source of an upload and the pinned destination of a download may be let
+    # go of right after the call: the copy holds them until it lands.
+    c = sample(torch.float32, (512, 257))
+    pinned = c.pin_memory()
+    t = pinned.to(TPU, non_blocking=True)
+    del pinned
+    assert_equal(t + 0, c)
+    for _ in range(4):
+        h = torch.empty(c.shape).pin_memory()
+        h.copy_(t, non_blocking=True)
+        del h
+    torch.tpu.synchronize()
+    assert_equal(t, c)
+
+
+def test_non_blocking_with_pageable_memory_or_a_conversion_is_synchronous():
+    # Pageable memory may change or go right after the call (PyTorch copies it at once),
+    # and a copy that converts or rearranges is not one transfer: all stay synchronous.
+    c = sample(torch.float32, (64, 33))
+    before = asynchronous_copies()
+    t = c.to(TPU, non_blocking=True)
+    h = torch.empty_like(c)
+    h.copy_(t, non_blocking=True)
+    assert_equal(h, c)
+    d = torch.empty(c.shape, dtype=torch.float64).pin_memory()
+    d.copy_(t, non_blocking=True)  # a dtype conversion
+    assert_equal(d, c.double())
+    s = torch.empty(c.t().shape).pin_memory()
+    s.copy_(t.t(), non_blocking=True)  # sizes differ from the storage's: a contiguous copy first
+    torch.tpu.synchronize()
+    assert_equal(s, c.t())
+    assert asynchronous_copies() == before + 1  # only the last one moved asynchronously
+
+
 # ------------------------------------------------------------------------------ item, tolist
 
 

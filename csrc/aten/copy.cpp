@@ -25,21 +25,28 @@ bool is_whole_storage(const at::Tensor& t, const runtime::DeviceStorage& storage
          static_cast<size_t>(t.numel()) * t.element_size() == storage.nbytes();
 }
 
+// A tpu tensor with `src`'s values whose storage is exactly its dense buffer, in its own
+// dtype: `src` where it is that, else a contiguous copy. (The buffer lives only as long as
+// the tensor: a storage deletes its buffer when it goes.)
+at::Tensor dense_source(const at::Tensor& src) {
+  runtime::DeviceStorage* storage = device_storage(src.storage());
+  if (storage->has_buffer() && is_whole_storage(src, *storage) &&
+      storage->element_type() == element_type(src.scalar_type())) {
+    return src;
+  }
+  at::Tensor dense = at::empty(src.sizes(), src.options());
+  Program p("aten::contiguous");
+  p.write(dense, p.read(src));
+  p.run();
+  return dense;
+}
+
 // A new contiguous CPU tensor with the values of tpu tensor `src`.
 at::Tensor download(const at::Tensor& src) {
   at::Tensor host = at::empty(src.sizes(), src.options().device(c10::kCPU));
   if (src.numel() == 0) return host;
-  at::Tensor dense = src;
-  runtime::DeviceStorage* storage = device_storage(src.storage());
-  if (!storage->has_buffer() || !is_whole_storage(src, *storage) ||
-      storage->element_type() != element_type(src.scalar_type())) {
-    dense = at::empty(src.sizes(), src.options());
-    Program p("aten::contiguous");
-    p.write(dense, p.read(src));
-    p.run();
-    storage = device_storage(dense.storage());
-  }
-  storage->buffer()->to_host(host.data_ptr(), host.nbytes());
+  at::Tensor dense = dense_source(src);
+  device_storage(dense.storage())->buffer()->to_host(host.data_ptr(), host.nbytes());
   runtime::metrics().count_device_to_host();
   // A value read back from a deferred graph raises that graph's failed checks.
   runtime::Runtime::get().after_host_wait();
@@ -56,6 +63,46 @@ void upload_into(const at::Tensor& dst, const at::Tensor& src) {
   runtime::metrics().count_host_to_device();
 }
 
+// Whether a non_blocking copy between `host` and a tpu tensor like it may return before
+// the data has moved, as CUDA's does: only from or into pinned memory (pageable memory
+// may be changed or freed right after the call, so PyTorch copies it synchronously), a
+// dense tensor of the same dtype and sizes, so PJRT moves it in one transfer.
+bool may_copy_asynchronously(const at::Tensor& host, const at::Tensor& device) {
+  return host.is_pinned() && host.is_contiguous() && host.scalar_type() == device.scalar_type() &&
+         host.sizes() == device.sizes() && host.numel() > 0;
+}
+
+// Starts uploading pinned `src` into the whole storage of `dst`; the host memory is kept
+// until the plugin has read it. Work on `dst` is ordered after the copy by its buffer.
+void upload_into_asynchronously(const at::Tensor& dst, const at::Tensor& src) {
+  runtime::DeviceStorage* storage = device_storage(dst.storage());
+  hlo::ElementType type = element_type(src.scalar_type());
+  auto keep = std::make_shared<c10::Storage>(src.storage());
+  pjrt::BufferPtr buffer = runtime::Runtime::get().client().buffer_from_host_async(
+      src.data_ptr(), buffer_type(type), {src.numel()}, storage->device(),
+      [keep]() mutable { keep.reset(); });
+  storage->set_buffer(buffer, type);
+  runtime::Runtime::get().track({buffer});
+  runtime::metrics().count_host_to_device();
+  runtime::metrics().count_asynchronous_copy();
+}
+
+// Starts downloading `src` into pinned `dst`; synchronize() and events recorded later
+// wait for it, and the source buffer and the destination's memory live until it lands.
+void download_into_asynchronously(const at::Tensor& dst, const at::Tensor& src) {
+  // An in-place op on `src` right after the call may reuse (donate) its buffer: PJRT orders
+  // that after the transfer reading it (tests/test_copy.py checks).
+  at::Tensor dense = dense_source(src);
+  std::shared_ptr<const pjrt::Event> landed =
+      device_storage(dense.storage())->buffer()->to_host_async(dst.data_ptr(), dst.nbytes());
+  // The source's storage, not just its buffer: a storage that goes deletes its buffer.
+  auto keep =
+      std::make_shared<std::pair<c10::Storage, c10::Storage>>(dense.storage(), dst.storage());
+  runtime::Runtime::get().track_host_transfer(std::move(landed), std::move(keep));
+  runtime::metrics().count_device_to_host();
+  runtime::metrics().count_asynchronous_copy();
+}
+
 }  // namespace
 
 // copy_ without the out-of-memory translation.
@@ -67,9 +114,9 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
       device, [&]() -> at::Tensor& { return copy_now(self, src, non_blocking); });
 }
 
-static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool /*non_blocking*/) {
-  // Copies are synchronous with respect to the host memory involved, so
-  // non_blocking=True is always safe to honour as blocking.
+static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  // non_blocking=True returns before the data has moved only with pinned host memory
+  // (may_copy_asynchronously); every other copy is synchronous, which it always may be.
   if (self.is_same(src) || self.numel() == 0) return self;
   at::assert_no_internal_overlap(self);
   if (is_tpu(self) && is_tpu(src)) {
@@ -88,6 +135,12 @@ static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool /*non_
   if (is_tpu(self)) {
     TORCH_CHECK(src.is_cpu(), "copying from ", src.device(), " to ", self.device(),
                 " is not supported: copy to the CPU first");
+    if (non_blocking && may_copy_asynchronously(src, self) &&
+        is_whole_storage(self, *device_storage(self.storage()))) {
+      c10::DeviceGuard guard(self.device());
+      upload_into_asynchronously(self, src);
+      return self;
+    }
     at::Tensor host = src.to(self.scalar_type()).expand(self.sizes()).contiguous();
     c10::DeviceGuard guard(self.device());
     if (is_whole_storage(self, *device_storage(self.storage()))) {
@@ -103,6 +156,11 @@ static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool /*non_
   }
   TORCH_CHECK(self.is_cpu(), "copying from tpu to ", self.device(),
               " is not supported: copy to the CPU first");
+  if (non_blocking && may_copy_asynchronously(self, src)) {
+    c10::DeviceGuard guard(src.device());
+    download_into_asynchronously(self, src);
+    return self;
+  }
   self.copy_(download(src));
   return self;
 }

@@ -121,8 +121,8 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
     // Work deferred so far (defer_and_fuse) is enqueued first, so the event covers it.
     runtime::Runtime::get().flush_deferred();
-    static_cast<Event*>(*event)->marker =
-        std::make_unique<runtime::Marker>(runtime::Runtime::get().pending());
+    static_cast<Event*>(*event)->marker = std::make_unique<runtime::Marker>(
+        runtime::Runtime::get().pending(), runtime::Runtime::get().pending_host_transfers());
   }
 
   // Work on the one stream is already ordered: nothing to wait for.

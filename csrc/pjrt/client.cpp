@@ -226,6 +226,14 @@ BufferPtr Client::buffer_from_host(const void* data, PJRT_Buffer_Type type,
                 [] {});
 }
 
+BufferPtr Client::buffer_from_host_async(const void* data, PJRT_Buffer_Type type,
+                                         const std::vector<int64_t>& dims, int device_index,
+                                         std::function<void()> done_with_host) const {
+  return upload(data, type, dims, device_index,
+                PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes,
+                std::move(done_with_host));
+}
+
 BufferPtr Client::buffer_aliasing_host(const void* data, PJRT_Buffer_Type type,
                                        const std::vector<int64_t>& dims, int device_index,
                                        std::function<void()> release) const {

@@ -59,6 +59,13 @@ class Client {
   // as soon as this returns.
   BufferPtr buffer_from_host(const void* data, PJRT_Buffer_Type type,
                              const std::vector<int64_t>& dims, int device) const;
+  // Starts copying a dense row-major host array to `device` and returns at once
+  // (kImmutableUntilTransferCompletes): `data` must stay alive and unchanged until
+  // `done_with_host` runs (on a plugin thread, or here if the plugin copied during the
+  // call). Work on the buffer is ordered after the copy by its ready event.
+  BufferPtr buffer_from_host_async(const void* data, PJRT_Buffer_Type type,
+                                   const std::vector<int64_t>& dims, int device,
+                                   std::function<void()> done_with_host) const;
   // A buffer that may alias `data` instead of copying it (kImmutableZeroCopy): the
   // memory must stay alive and unchanged until `release` is called, which happens
   // once the plugin is done with it (at once if it copied after all, otherwise when

@@ -86,6 +86,7 @@ py::dict metrics_snapshot() {
   out["executions"] = s.executions;
   out["host_to_device"] = s.host_to_device;
   out["device_to_host"] = s.device_to_host;
+  out["asynchronous_copies"] = s.asynchronous_copies;
   out["compile_seconds"] = s.compile_seconds;
   out["disk_hits"] = s.disk_hits;
   out["disk_misses"] = s.disk_misses;

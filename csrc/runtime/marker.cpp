@@ -19,7 +19,9 @@ struct Marker::State {
   std::string error;
 };
 
-Marker::Marker(const std::vector<pjrt::BufferPtr>& pending) : state_(std::make_shared<State>()) {
+Marker::Marker(const std::vector<pjrt::BufferPtr>& pending,
+               std::vector<std::shared_ptr<const pjrt::Event>> transfers)
+    : state_(std::make_shared<State>()), transfers_(std::move(transfers)) {
   state_->completed_ns = now_ns();
   state_->remaining = static_cast<int>(pending.size());
   for (const pjrt::BufferPtr& buffer : pending) {
@@ -34,6 +36,9 @@ Marker::Marker(const std::vector<pjrt::BufferPtr>& pending) : state_(std::make_s
 }
 
 bool Marker::query() const {
+  for (const auto& transfer : transfers_) {
+    if (!transfer->is_ready()) return false;
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->remaining == 0;
 }
@@ -43,6 +48,17 @@ void Marker::wait() const {
   state_->finished.wait(lock, [&] { return state_->remaining == 0; });
   if (!state_->error.empty())
     throw std::runtime_error("device computation failed: " + state_->error);
+  lock.unlock();
+  bool waited = false;
+  for (const auto& transfer : transfers_) {
+    waited = waited || !transfer->is_ready();
+    transfer->await();
+  }
+  // A copy's moment is when this thread saw it land (an upper bound).
+  if (waited) {
+    lock.lock();
+    state_->completed_ns = std::max(state_->completed_ns, now_ns());
+  }
 }
 
 int64_t Marker::completed_ns() const {

@@ -13,8 +13,10 @@ namespace tpu::runtime {
 
 class Marker {
  public:
-  // Captures `pending`: the buffers still being computed at record time.
-  explicit Marker(const std::vector<pjrt::BufferPtr>& pending);
+  // Captures `pending`: the buffers still being computed at record time, and the
+  // device-to-host copies still in flight (`transfers`).
+  explicit Marker(const std::vector<pjrt::BufferPtr>& pending,
+                  std::vector<std::shared_ptr<const pjrt::Event>> transfers = {});
 
   bool query() const;
   // Blocks until complete; throws the first failure of the captured computations.
@@ -26,6 +28,8 @@ class Marker {
  private:
   struct State;
   std::shared_ptr<State> state_;
+  // Polled and awaited rather than given a callback: a copy's event has one already.
+  std::vector<std::shared_ptr<const pjrt::Event>> transfers_;
 };
 
 }  // namespace tpu::runtime

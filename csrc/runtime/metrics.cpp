@@ -71,6 +71,11 @@ void Metrics::count_device_to_host() {
   data_.device_to_host += 1;
 }
 
+void Metrics::count_asynchronous_copy() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_.asynchronous_copies += 1;
+}
+
 void Metrics::count_fallback(const std::string& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   data_.cpu_fallbacks[op] += 1;

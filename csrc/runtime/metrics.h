@@ -15,6 +15,8 @@ struct MetricsSnapshot {
   int64_t executions = 0;
   int64_t host_to_device = 0;
   int64_t device_to_host = 0;
+  // Of those, the non_blocking copies that returned before the data moved (pinned memory).
+  int64_t asynchronous_copies = 0;
   double compile_seconds = 0;
   int64_t fused_graphs = 0;      // defer_and_fuse graphs run
   int64_t fused_ops = 0;         // ops recorded into them
@@ -57,6 +59,7 @@ class Metrics {
   void count_fused_graph(int64_t ops);
   void count_host_to_device();
   void count_device_to_host();
+  void count_asynchronous_copy();
   void count_fallback(const std::string& op);
   void count_native(const std::string& op);
   // One prepared op's run (prepared_op.h): an execution, a program reused (a cache hit),
