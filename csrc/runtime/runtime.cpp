@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "pjrt/error.h"
+#include "runtime/crash_report.h"
 #include "runtime/host_heap.h"
 #include "runtime/memory.h"
 #include "runtime/xla_cpu_shortcuts.h"
@@ -69,6 +70,8 @@ Runtime& Runtime::initialize(const std::string& plugin_path,
     }
     return *instance;
   }
+  // Before the plugin loads: a fault on one of its threads then shows the native frames.
+  install_crash_report();
   const bool tune_heap = host_heap_tuning_requested();  // a bad value fails before loading
   auto runtime = std::unique_ptr<Runtime>(
       new Runtime(pjrt::Plugin::load(plugin_path), options, std::move(job)));

@@ -1,0 +1,116 @@
+#include "runtime/crash_report.h"
+
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/env_switch.h"
+
+namespace tpu::runtime {
+namespace {
+
+constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+constexpr int kSignalCount = sizeof(kSignals) / sizeof(kSignals[0]);
+struct sigaction previous[kSignalCount];
+std::atomic<bool> installed{false};
+std::atomic<bool> reporting{false};
+
+// Only async-signal-safe calls from here on: write(2), no allocation, no stdio.
+void write_text(const char* text) {
+  size_t left = std::strlen(text);
+  while (left > 0) {
+    ssize_t written = write(STDERR_FILENO, text, left);
+    if (written <= 0) return;
+    text += written;
+    left -= static_cast<size_t>(written);
+  }
+}
+
+void write_number(unsigned long long value, int base) {
+  char digits[32];
+  int n = 0;
+  do {
+    digits[n++] = "0123456789abcdef"[value % base];
+    value /= base;
+  } while (value != 0 && n < 32);
+  char text[36];
+  int at = 0;
+  if (base == 16) {
+    text[at++] = '0';
+    text[at++] = 'x';
+  }
+  while (n > 0) text[at++] = digits[--n];
+  text[at] = '\0';
+  write_text(text);
+}
+
+const char* signal_name(int signal) {
+  switch (signal) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    default: return "signal";
+  }
+}
+
+void report(int signal, siginfo_t* info, void* /*context*/) {
+  // One report per process: a second fault while reporting goes straight on.
+  if (!reporting.exchange(true)) {
+    const long thread = syscall(SYS_gettid);
+    char name[17] = {0};
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    write_text("\ntorch_tpu: fatal ");
+    write_text(signal_name(signal));
+    if (signal != SIGABRT && info != nullptr) {
+      write_text(" at address ");
+      write_number(reinterpret_cast<unsigned long long>(info->si_addr), 16);
+    }
+    write_text(" in thread ");
+    write_number(static_cast<unsigned long long>(thread), 10);
+    write_text(" \"");
+    write_text(name);
+    write_text(thread == getpid() ? "\" (the main thread)" : "\" (not the main thread)");
+    write_text("; its native stack:\n");
+    void* frames[64];
+    int depth = backtrace(frames, 64);
+    backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+    write_text("torch_tpu: end of the native stack\n");
+  }
+  // Hand the signal to the handler that was there before: for a fault, returning would
+  // run the faulting instruction again under it; raising covers signals sent with kill.
+  for (int i = 0; i < kSignalCount; ++i) {
+    if (kSignals[i] == signal) sigaction(signal, &previous[i], nullptr);
+  }
+  raise(signal);
+}
+
+}  // namespace
+
+void install_crash_report() {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (installed.load() || !env_switch("TORCH_TPU_CRASH_REPORT", true)) return;
+  // backtrace() loads libgcc on its first call, which allocates: do it now, not in the
+  // handler.
+  void* warm[1];
+  backtrace(warm, 1);
+  struct sigaction action {};
+  action.sa_sigaction = report;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&action.sa_mask);
+  for (int i = 0; i < kSignalCount; ++i) sigaction(kSignals[i], &action, &previous[i]);
+  installed = true;
+}
+
+bool crash_report_installed() { return installed.load(); }
+
+}  // namespace tpu::runtime
