@@ -14,14 +14,15 @@ from torch_tpu import _C
 
 def snapshot() -> dict:
     """A copy of the counters: compiles (real XLA compiles only), cache_hits (programs
-    found in memory), executions, host_to_device, device_to_host (of them, asynchronous_copies:
-    non_blocking=True copies with pinned memory, which return before the data moved),
-    compile_seconds, the disk cache's disk_hits, disk_misses, disk_writes, disk_evictions and disk_corrupt
-    (see torch_tpu.cache), native_ops and cpu_fallbacks (dicts op -> calls); for the eager
-    modes prepared_runs and prepared_records (calls that skipped lowering), tier_ups and
-    pinned_programs; for defer_and_fuse fused_graphs, fused_ops, fused_reuses (graphs that
-    reused an earlier graph's executable) and early_cuts (graphs run early because the host
-    had waited for the device; see the README, "Eager modes")."""
+    found in memory), executions, host_to_device, device_to_host (of them,
+    asynchronous_copies: non_blocking=True copies with pinned memory, which return before
+    the data moved), compile_seconds, the disk cache's disk_hits, disk_misses, disk_writes,
+    disk_evictions and disk_corrupt (see torch_tpu.cache), native_ops and cpu_fallbacks
+    (dicts op -> calls); for the eager modes prepared_runs and prepared_records (calls that
+    skipped lowering), tier_ups and pinned_programs; for defer_and_fuse fused_graphs,
+    fused_ops, fused_reuses (graphs that reused an earlier graph's executable) and
+    early_cuts (graphs run early because the host had waited for the device; see the
+    README, "Eager modes")."""
     return _C._metrics_snapshot()
 
 

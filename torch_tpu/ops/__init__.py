@@ -1,8 +1,8 @@
 """Operators written in Python, as compositions of tpu ops, for what has no native lowering
-(CTC and margin losses, 3-d pooling and padding, the fused RNN cells and optimizers) and
-the glue that lets PyTorch's Python-level fast paths (FlexAttention, the Transformer
-inference paths) accept tpu tensors. Each module's ``install()`` registers its kernels or
-patches; ``import torch_tpu`` runs them all through ``install_all()``.
+(CTC and margin losses, 3-d and fractional pooling and padding, the fused RNN cells and
+optimizers) and the glue that lets PyTorch's Python-level fast paths (FlexAttention, the
+Transformer inference paths) accept tpu tensors. Each module's ``install()`` registers its
+kernels or patches; ``import torch_tpu`` runs them all through ``install_all()``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ def install_all() -> None:
         ctc_loss,
         fast_paths,
         flex_attention,
+        fractional_pool,
         fused_optim,
         margin_losses,
         rnn_cells,
@@ -32,3 +33,4 @@ def install_all() -> None:
     ctc_loss.install()  # nn.CTCLoss: ATen has CPU and CUDA kernels only
     margin_losses.install()  # nn.MultiMarginLoss, nn.MultiLabelMarginLoss
     window_ops.install()  # 3-d pooling and padding, adaptive max pooling: made of tpu ops
+    fractional_pool.install()  # nn.FractionalMaxPool2d/3d: windows gathered by index
