@@ -133,3 +133,67 @@ def test_encoder_stack_without_nested_tensors(native):
         want = encoder(x, src_key_padding_mask=pad)
         got = on_tpu(x.to("tpu"), src_key_padding_mask=pad.to("tpu"))
     torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+def _encoder(norm: bool):
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+    final = torch.nn.LayerNorm(16) if norm else None
+    return torch.nn.TransformerEncoder(layer, 2, norm=final).eval()
+
+
+@pytest.mark.parametrize("norm", [False, True])
+@pytest.mark.parametrize(
+    "lengths",
+    [(7, 4, 2), (7, 7, 7), (5, 0, 3)],  # ragged, none padded, one sequence all padding
+    ids=str,
+)
+def test_encoder_nested_tensor_path_matches_the_cpu(norm, lengths, native):
+    # The CPU runs this through nested tensors and pads with zeros before the final norm.
+    encoder = _encoder(norm)
+    on_tpu = copy.deepcopy(encoder).to("tpu")
+    x = torch.randn(len(lengths), 7, 16)
+    pad = torch.arange(7).expand(len(lengths), 7) >= torch.tensor(lengths).unsqueeze(1)
+    with torch.no_grad():
+        want = encoder(x, src_key_padding_mask=pad)
+        got = on_tpu(x.to("tpu"), src_key_padding_mask=pad.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_encoder_keeps_its_other_paths_on_tpu(native):
+    encoder = _encoder(norm=True)
+    on_tpu = copy.deepcopy(encoder).to("tpu")
+    x = torch.randn(2, 6, 16)
+    right_aligned = torch.zeros(2, 6, dtype=torch.bool)
+    right_aligned[1, :2] = True  # not left aligned: the encoder's slow path, no zeros
+    with torch.no_grad():
+        want = encoder(x, src_key_padding_mask=right_aligned)
+        got = on_tpu(x.to("tpu"), src_key_padding_mask=right_aligned.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    # with gradients: the training path, gradients as on the CPU
+    pad = torch.zeros(2, 6, dtype=torch.bool)
+    pad[0, 3:] = True
+    want = encoder(x, src_key_padding_mask=pad)
+    got = on_tpu(x.to("tpu"), src_key_padding_mask=pad.to("tpu"))
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-5)
+    want.sum().backward()
+    got.sum().backward()
+    for a, b in zip(on_tpu.parameters(), encoder.parameters()):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_left_aligned_mask_check_matches_the_cpu():
+    x = torch.randn(4, 5, 3)
+    masks = torch.tensor(
+        [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0], [1, 0, 1, 0, 0]], dtype=torch.bool
+    )
+    for rows in ([0, 1, 2], [0, 3], [3], [2]):
+        want = torch._nested_tensor_from_mask_left_aligned(x[rows], masks[rows])
+        got = torch._nested_tensor_from_mask_left_aligned(x[rows].to("tpu"), masks[rows].to("tpu"))
+        assert got == want, rows
+    for bad_x, bad_mask in ((x, masks[:2]), (x, masks.unsqueeze(-1)), (x[0], masks)):
+        with pytest.raises(RuntimeError) as cpu:
+            torch._nested_tensor_from_mask_left_aligned(bad_x, bad_mask)
+        with pytest.raises(RuntimeError) as tpu:
+            torch._nested_tensor_from_mask_left_aligned(bad_x.to("tpu"), bad_mask.to("tpu"))
+        assert str(tpu.value) == str(cpu.value)

@@ -16,6 +16,7 @@ def install_all() -> None:
     from torch_tpu.ops import (
         composite_ops,
         ctc_loss,
+        encoder_padding,
         fast_paths,
         flex_attention,
         fractional_pool,
@@ -34,3 +35,4 @@ def install_all() -> None:
     margin_losses.install()  # nn.MultiMarginLoss, nn.MultiLabelMarginLoss
     window_ops.install()  # 3-d pooling and padding, adaptive max pooling: made of tpu ops
     fractional_pool.install()  # nn.FractionalMaxPool2d/3d: windows gathered by index
+    encoder_padding.install()  # nn.TransformerEncoder's nested-tensor path, without nested tensors
