@@ -4,13 +4,13 @@
 # exists: csrc/runtime/xla_cpu_shortcuts.h), so what runs is the code a TPU or GPU runs:
 # programs only, buffers moved by PJRT's transfer calls, default compile options.
 # scripts/test.sh runs it after the main suite; scripts/accelerator_check.sh runs it on the
-# accelerator itself. Extra arguments go to pytest. About 11 minutes on 2 cores.
+# accelerator itself. Extra arguments go to pytest. About 9 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
 # The slice: ops and OpInfo, views, autograd, the three eager modes, compile, cache,
-# kernels, copies and memory, indexing, distributed over the staging engine.
+# kernels, copies and memory, distributed over the staging engine.
 files=(
   tests/test_views.py
   tests/test_ops.py
@@ -19,7 +19,6 @@ files=(
   tests/test_defer_and_fuse.py
   tests/test_copy.py
   tests/test_memory.py
-  tests/test_indexing.py
   tests/test_compile.py
   tests/test_cache.py
   tests/test_kernels.py

@@ -72,3 +72,19 @@ def test_gpu_peaks_come_from_the_datasheet_by_name():
     assert gpu_peak_flops("NVIDIA GH200 480GB") == 989e12
     assert math.isnan(gpu_peak_flops("NVIDIA GeForce GTX 1080"))
     assert peak_flops("NVIDIA H200", "cuda", "0.115", None) == 989e12
+
+
+def test_the_smoke_set_of_the_device_check_passes_here():
+    # scripts/accelerator_check.sh runs it on a GPU or TPU; here, on the CPU plugin
+    smoke = os.path.join(ROOT, "scripts", "accelerator_smoke.py")
+    run = subprocess.run(
+        [sys.executable, smoke], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "smoke: 11 of 11 checks passed" in run.stdout
+    assert re.search(r"^PASS gpt_example_compiled ", run.stdout, re.M)
+    run = subprocess.run(
+        [sys.executable, smoke, "--only", "gpt_example_fast"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode != 0 and "unknown checks ['gpt_example_fast']" in run.stderr
