@@ -464,6 +464,24 @@ def test_an_in_place_op_right_after_a_non_blocking_download_waits_for_it(mode):
             expected.mul_(2).add_(1)
 
 
+@pytest.mark.parametrize("mode", ["strict", "defer_and_fuse"])
+def test_copies_of_the_same_pinned_memory_run_in_order(mode):
+    # As on CUDA's one stream: an upload from pinned memory a download still writes reads
+    # what the download wrote, and a download into memory an upload still reads waits.
+    a = torch.randint(-1000, 1000, (1024, 1024)).float()
+    b = torch.randint(-1000, 1000, (1024, 1024)).float()
+    with torch_tpu.eager_mode(mode):
+        ta, tb = a.to(TPU), b.to(TPU)
+        staging = torch.empty_like(a).pin_memory()
+        for _ in range(3):
+            staging.copy_(ta * 2, non_blocking=True)
+            up = staging.to(TPU, non_blocking=True)
+            staging.copy_(tb, non_blocking=True)  # waits for the upload reading it
+            torch.tpu.synchronize()
+            assert_equal(up, a * 2)
+            assert_equal(staging, b)
+
+
 def test_non_blocking_keeps_the_memory_of_a_copy_in_flight():
     # The pinned source of an upload and the pinned destination of a download may be let
     # go of right after the call: the copy holds them until it lands.

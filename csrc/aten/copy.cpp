@@ -4,6 +4,9 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
+#include <functional>
+#include <memory>
+
 #include "aten/device_errors.h"
 #include "aten/dtype.h"
 #include "aten/ops/all.h"
@@ -72,15 +75,23 @@ bool may_copy_asynchronously(const at::Tensor& host, const at::Tensor& device) {
          host.sizes() == device.sizes() && host.numel() > 0;
 }
 
+// Waits for the non_blocking copies in flight that touch `host`'s memory (its whole
+// storage): a copy or write of those bytes comes after them, as on CUDA's one stream.
+void wait_for_copies_touching(const at::Tensor& host) {
+  const c10::Storage& storage = host.storage();
+  if (storage.data() == nullptr) return;
+  runtime::Runtime::get().host_transfers().wait_for_overlapping(storage.data(), storage.nbytes());
+}
+
 // Starts uploading pinned `src` into the whole storage of `dst`; the host memory is kept
 // until the plugin has read it. Work on `dst` is ordered after the copy by its buffer.
 void upload_into_asynchronously(const at::Tensor& dst, const at::Tensor& src) {
   runtime::DeviceStorage* storage = device_storage(dst.storage());
   hlo::ElementType type = element_type(src.scalar_type());
-  auto keep = std::make_shared<c10::Storage>(src.storage());
+  std::function<void()> done = runtime::Runtime::get().host_transfers().add_upload(
+      src.data_ptr(), src.nbytes(), std::make_shared<c10::Storage>(src.storage()));
   pjrt::BufferPtr buffer = runtime::Runtime::get().client().buffer_from_host_async(
-      src.data_ptr(), buffer_type(type), {src.numel()}, storage->device(),
-      [keep]() mutable { keep.reset(); });
+      src.data_ptr(), buffer_type(type), {src.numel()}, storage->device(), std::move(done));
   storage->set_buffer(buffer, type);
   runtime::Runtime::get().track({buffer});
   runtime::metrics().count_host_to_device();
@@ -90,15 +101,19 @@ void upload_into_asynchronously(const at::Tensor& dst, const at::Tensor& src) {
 // Starts downloading `src` into pinned `dst`; synchronize() and events recorded later
 // wait for it, and the source buffer and the destination's memory live until it lands.
 void download_into_asynchronously(const at::Tensor& dst, const at::Tensor& src) {
-  // An in-place op on `src` right after the call may reuse (donate) its buffer: PJRT orders
-  // that after the transfer reading it (tests/test_copy.py checks).
   at::Tensor dense = dense_source(src);
-  std::shared_ptr<const pjrt::Event> landed =
-      device_storage(dense.storage())->buffer()->to_host_async(dst.data_ptr(), dst.nbytes());
-  // The source's storage, not just its buffer: a storage that goes deletes its buffer.
-  auto keep =
-      std::make_shared<std::pair<c10::Storage, c10::Storage>>(dense.storage(), dst.storage());
-  runtime::Runtime::get().track_host_transfer(std::move(landed), std::move(keep));
+  pjrt::BufferPtr buffer = device_storage(dense.storage())->buffer();
+  std::shared_ptr<const pjrt::Event> landed = buffer->to_host_async(dst.data_ptr(), dst.nbytes());
+  // The source's storage (a storage that goes deletes its buffer) and its buffer: a held
+  // buffer is not donated to an in-place op on `src` while the transfer reads it.
+  struct Kept {
+    c10::Storage source;
+    pjrt::BufferPtr buffer;
+    c10::Storage destination;
+  };
+  runtime::Runtime::get().host_transfers().add_download(
+      std::move(landed), dst.data_ptr(), dst.nbytes(),
+      std::make_shared<Kept>(Kept{dense.storage(), std::move(buffer), dst.storage()}));
   runtime::metrics().count_device_to_host();
   runtime::metrics().count_asynchronous_copy();
 }
@@ -135,6 +150,7 @@ static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool non_bl
   if (is_tpu(self)) {
     TORCH_CHECK(src.is_cpu(), "copying from ", src.device(), " to ", self.device(),
                 " is not supported: copy to the CPU first");
+    if (src.is_pinned()) wait_for_copies_touching(src);
     if (non_blocking && may_copy_asynchronously(src, self) &&
         is_whole_storage(self, *device_storage(self.storage()))) {
       c10::DeviceGuard guard(self.device());
@@ -156,6 +172,7 @@ static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool non_bl
   }
   TORCH_CHECK(self.is_cpu(), "copying from tpu to ", self.device(),
               " is not supported: copy to the CPU first");
+  if (self.is_pinned()) wait_for_copies_touching(self);
   if (non_blocking && may_copy_asynchronously(self, src)) {
     c10::DeviceGuard guard(src.device());
     download_into_asynchronously(self, src);

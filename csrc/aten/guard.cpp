@@ -103,7 +103,7 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     for (const pjrt::BufferPtr& buffer : runtime::Runtime::get().pending()) {
       if (!buffer->ready_event()->is_ready()) return false;
     }
-    return true;
+    return runtime::Runtime::get().host_transfers().downloads_landed();
   }
 
   // The runtime tracks pending work for all devices together, so these wait for all.
@@ -122,7 +122,8 @@ class TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     // Work deferred so far (defer_and_fuse) is enqueued first, so the event covers it.
     runtime::Runtime::get().flush_deferred();
     static_cast<Event*>(*event)->marker = std::make_unique<runtime::Marker>(
-        runtime::Runtime::get().pending(), runtime::Runtime::get().pending_host_transfers());
+        runtime::Runtime::get().pending(),
+        runtime::Runtime::get().host_transfers().pending_downloads());
   }
 
   // Work on the one stream is already ordered: nothing to wait for.

@@ -214,8 +214,19 @@ BufferPtr Client::upload(const void* data, PJRT_Buffer_Type type, const std::vec
   // path. A null event (the plugin copied during the call) runs done_with_host at once.
   Event done(plugin_, args.done_with_host_buffer);
   auto buffer = std::make_shared<Buffer>(plugin_, args.buffer);
-  done.on_ready(
-      [done_with_host = std::move(done_with_host)](const std::string&) { done_with_host(); });
+  auto release = std::make_shared<std::function<void()>>(std::move(done_with_host));
+  try {
+    done.on_ready([release](const std::string&) { (*release)(); });
+  } catch (...) {
+    // No callback will run: the plugin may still read the host memory, so wait for it
+    // before handing the memory back.
+    try {
+      done.await();
+    } catch (...) {
+    }
+    (*release)();
+    throw;
+  }
   return buffer;
 }
 

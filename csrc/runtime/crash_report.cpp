@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +22,7 @@ constexpr int kSignalCount = sizeof(kSignals) / sizeof(kSignals[0]);
 struct sigaction previous[kSignalCount];
 std::atomic<bool> installed{false};
 std::atomic<bool> reporting{false};
+std::atomic<bool> reported{false};
 
 // Only async-signal-safe calls from here on: write(2), no allocation, no stdio.
 void write_text(const char* text) {
@@ -62,15 +64,30 @@ const char* signal_name(int signal) {
   }
 }
 
+// The handler that was there before for `signal`.
+struct sigaction* previous_for(int signal) {
+  for (int i = 0; i < kSignalCount; ++i) {
+    if (kSignals[i] == signal) return &previous[i];
+  }
+  return nullptr;
+}
+
 void report(int signal, siginfo_t* info, void* /*context*/) {
-  // One report per process: a second fault while reporting goes straight on.
+  // si_code > 0: the kernel raised it for a fault of this thread's instruction; otherwise
+  // it was sent (kill, raise, abort), and si_addr means nothing.
+  const bool fault = info != nullptr && info->si_code > 0;
+  struct sigaction* before = previous_for(signal);
+  if (!fault && before != nullptr && !(before->sa_flags & SA_SIGINFO) &&
+      before->sa_handler == SIG_IGN) {
+    return;  // a sent signal the process ignored before us stays ignored
+  }
   if (!reporting.exchange(true)) {
     const long thread = syscall(SYS_gettid);
     char name[17] = {0};
     prctl(PR_GET_NAME, name, 0, 0, 0);
     write_text("\ntorch_tpu: fatal ");
     write_text(signal_name(signal));
-    if (signal != SIGABRT && info != nullptr) {
+    if (fault) {
       write_text(" at address ");
       write_number(reinterpret_cast<unsigned long long>(info->si_addr), 16);
     }
@@ -84,13 +101,20 @@ void report(int signal, siginfo_t* info, void* /*context*/) {
     int depth = backtrace(frames, 64);
     backtrace_symbols_fd(frames, depth, STDERR_FILENO);
     write_text("torch_tpu: end of the native stack\n");
+    reported = true;
+  } else {
+    // Another thread is reporting: let it finish (for at most two seconds) before the
+    // process goes.
+    struct timespec pause {
+      0, 10 * 1000 * 1000
+    };
+    for (int i = 0; i < 200 && !reported.load(); ++i) nanosleep(&pause, nullptr);
   }
-  // Hand the signal to the handler that was there before: for a fault, returning would
-  // run the faulting instruction again under it; raising covers signals sent with kill.
-  for (int i = 0; i < kSignalCount; ++i) {
-    if (kSignals[i] == signal) sigaction(signal, &previous[i], nullptr);
-  }
-  raise(signal);
+  // Hand the signal to the handler that was there before. A fault returns, so the
+  // instruction faults again under that handler with the real fault's information (what
+  // ASan's or Python's handler read); a sent signal is sent again.
+  if (before != nullptr) sigaction(signal, before, nullptr);
+  if (!fault) raise(signal);
 }
 
 }  // namespace

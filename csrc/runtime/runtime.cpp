@@ -213,43 +213,8 @@ void Runtime::synchronize() {
   for (Retired& r : retired) {
     if (r.done) wait_quietly(*r.done);
   }
-  // Every copy lands before its memory is let go of, also when one of them failed.
-  std::vector<HostTransfer> transfers;
-  {
-    std::lock_guard<std::mutex> lock(pending_mutex_);
-    transfers.swap(host_transfers_);
-  }
-  std::string failure;
-  for (const HostTransfer& transfer : transfers) {
-    try {
-      transfer.landed->await();
-    } catch (const pjrt::Error& error) {
-      if (failure.empty()) failure = error.what();
-    }
-  }
-  transfers.clear();
-  if (!failure.empty())
-    throw std::runtime_error("a non_blocking copy to the host failed: " + failure);
+  host_transfers_.wait_for_downloads();
   after_host_wait();
-}
-
-void Runtime::track_host_transfer(std::shared_ptr<const pjrt::Event> landed,
-                                  std::shared_ptr<void> keep_alive) {
-  std::vector<HostTransfer> landed_already;  // let go of after the lock
-  std::lock_guard<std::mutex> lock(pending_mutex_);
-  auto finished = std::stable_partition(
-      host_transfers_.begin(), host_transfers_.end(),
-      [](const HostTransfer& transfer) { return !transfer.landed->is_ready(); });
-  std::move(finished, host_transfers_.end(), std::back_inserter(landed_already));
-  host_transfers_.erase(finished, host_transfers_.end());
-  host_transfers_.push_back({std::move(landed), std::move(keep_alive)});
-}
-
-std::vector<std::shared_ptr<const pjrt::Event>> Runtime::pending_host_transfers() {
-  std::lock_guard<std::mutex> lock(pending_mutex_);
-  std::vector<std::shared_ptr<const pjrt::Event>> events;
-  for (const HostTransfer& transfer : host_transfers_) events.push_back(transfer.landed);
-  return events;
 }
 
 std::vector<pjrt::BufferPtr> Runtime::pending() {

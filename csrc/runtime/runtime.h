@@ -12,6 +12,7 @@
 #include "pjrt/event.h"
 #include "runtime/constant_buffers.h"
 #include "runtime/deferred_graph.h"
+#include "runtime/host_transfers.h"
 #include "runtime/job.h"
 #include "runtime/program_cache.h"
 
@@ -69,14 +70,9 @@ class Runtime {
   void synchronize();
   // The tracked buffers still alive (some may have finished): what an event waits for.
   std::vector<pjrt::BufferPtr> pending();
-  // A device-to-host copy still in flight (a non_blocking copy into pinned memory):
-  // synchronize() and events recorded after it wait for `landed`; `keep_alive` (the
-  // source buffer, the destination's host memory) is held until then, and let go of on
-  // a thread of ours, never in a plugin callback.
-  void track_host_transfer(std::shared_ptr<const pjrt::Event> landed,
-                           std::shared_ptr<void> keep_alive);
-  // The device-to-host copies still in flight: what an event recorded now waits for too.
-  std::vector<std::shared_ptr<const pjrt::Event>> pending_host_transfers();
+  // Copies with host memory still in flight (non_blocking with pinned memory);
+  // synchronize() waits for their downloads too.
+  HostTransfers& host_transfers() { return host_transfers_; }
 
   // The defer_and_fuse graph of `device`.
   DeferredGraph& deferred_graph(int device) { return *graphs_.at(device); }
@@ -112,11 +108,7 @@ class Runtime {
   // event first where `check_newest`). Called with pending_mutex_ held.
   void release_finished(bool check_newest, std::vector<Retired>* released);
   std::deque<Retired> retired_;
-  struct HostTransfer {
-    std::shared_ptr<const pjrt::Event> landed;
-    std::shared_ptr<void> keep_alive;
-  };
-  std::vector<HostTransfer> host_transfers_;  // under pending_mutex_
+  HostTransfers host_transfers_;
   std::atomic<int64_t> retired_references_dropped_{0};
   // A batch of small executions: at most this many, holding at most this many bytes.
   static constexpr size_t kRetiredBatch = 16;
