@@ -201,3 +201,53 @@ def test_ops_are_compiled_for_latency_unless_the_user_chose(tmp_path, monkeypatc
     monkeypatch.setenv("TORCH_TPU_FAST_OP_COMPILE", "0")
     env = runner.child_env(runner.Options(), tmp_path / "p", tmp_path / "d")
     assert env["TORCH_TPU_FAST_OP_COMPILE"] == "0"
+
+
+MANY = textwrap.dedent(
+    """
+    import torch
+    from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestMany(TestCase):
+        @dtypes(torch.float32, torch.float64, torch.int32, torch.int64, torch.int16, torch.bool)
+        def test_ones(self, device, dtype):
+            self.assertEqual(torch.ones(2, device=device, dtype=dtype).cpu(), torch.ones(2, dtype=dtype))
+
+        @dtypes(torch.float32, torch.float64, torch.int32, torch.int64, torch.int16, torch.bool)
+        def test_zeros(self, device, dtype):
+            self.assertEqual(torch.zeros(2, device=device, dtype=dtype).cpu(), torch.zeros(2, dtype=dtype))
+
+
+    instantiate_device_type_tests(TestMany, globals())
+    """
+)
+
+
+def test_sample_is_the_same_tests_every_run_and_jobs_keep_the_files_order(tmp_path):
+    """--sample 5 of 12 tests in each of two files, the files run two at a time: five
+    records a file, the same five on a second run (chosen by id, not by chance), and the
+    table and JSON list the files in the order they were named."""
+    tests = tmp_path / "test"
+    tests.mkdir()
+    for name in ("test_many_b.py", "test_many_a.py"):
+        (tests / name).write_text(MANY)
+
+    def sampled(out):
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main([str(tests), "test_many_b", "test_many_a", "--sample", "5",
+                         "--jobs", "2", "--json", str(out)])  # fmt: skip
+        assert code == 0
+        data = json.loads(out.read_text())
+        assert [f["file"] for f in data["files"]] == ["test_many_b.py", "test_many_a.py"]
+        by_file = {}
+        for t in data["tests"]:
+            assert t["outcome"] == "passed"
+            by_file.setdefault(t["file"], set()).add(t["nodeid"].split("::")[-1])
+        return by_file
+
+    first = sampled(tmp_path / "1.json")
+    assert [len(first[f]) for f in ("test_many_b.py", "test_many_a.py")] == [5, 5]
+    assert first["test_many_a.py"] != first["test_many_b.py"]  # ids name their file
+    assert sampled(tmp_path / "2.json") == first

@@ -63,5 +63,54 @@ TEST(BoundedDynamism, ReductionsOverADynamicDimensionNeverSeeThePadding) {
   }
 }
 
+// The shape a lowering that knows nothing of dynamism emits: the input is made dynamic
+// once, then every type is static (the bucket's bound). XLA's dynamic dimension inference
+// still follows the size from the set_dimension_size through the elementwise op and a
+// reshape that merges the dynamic dimension, and masks the padding in both reductions.
+// A size used as a value must be read from the dynamic-typed value: get_dimension_size of
+// a static-typed one folds to the bound before XLA sees it.
+const char* kStaticTypesDownstream = R"(
+func.func public @main(%x: tensor<2x8xf32>, %n: tensor<i32>)
+    -> (tensor<2xf32>, tensor<f32>, tensor<i32>, tensor<i32>) {
+  %d = stablehlo.set_dimension_size %x, %n, dim = 1
+      : (tensor<2x8xf32>, tensor<i32>) -> tensor<2x?xf32, #stablehlo.bounds<?, 8>>
+  %s = stablehlo.convert %d : (tensor<2x?xf32, #stablehlo.bounds<?, 8>>) -> tensor<2x8xf32>
+  %low = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %e = stablehlo.exponential %s : tensor<2x8xf32>
+  %max = stablehlo.reduce(%e init: %low) applies stablehlo.maximum across dimensions = [1]
+      : (tensor<2x8xf32>, tensor<f32>) -> tensor<2xf32>
+  %r = stablehlo.reshape %e : (tensor<2x8xf32>) -> tensor<16xf32>
+  %total = stablehlo.reduce(%r init: %zero) applies stablehlo.add across dimensions = [0]
+      : (tensor<16xf32>, tensor<f32>) -> tensor<f32>
+  %folded = stablehlo.get_dimension_size %e, dim = 1 : (tensor<2x8xf32>) -> tensor<i32>
+  %size = stablehlo.get_dimension_size %d, dim = 1
+      : (tensor<2x?xf32, #stablehlo.bounds<?, 8>>) -> tensor<i32>
+  return %max, %total, %folded, %size : tensor<2xf32>, tensor<f32>, tensor<i32>, tensor<i32>
+}
+)";
+
+TEST(BoundedDynamism, StaticTypesAfterTheInputStillMaskThePadding) {
+  auto executable = shared_client().compile(kStaticTypesDownstream);
+  std::array<float, 16> x = {1, 2, 3, 9, 9, 9, 9, 9, 0, 0, 0, 9, 9, 9, 9, 9};
+  BufferPtr values = shared_client().buffer_from_host(x.data(), PJRT_Buffer_Type_F32, {2, 8}, 0);
+  int32_t n = 3;
+  BufferPtr count = shared_client().buffer_from_host(&n, PJRT_Buffer_Type_S32, {}, 0);
+  std::vector<BufferPtr> out =
+      executable->execute({values->get(), count->get()}, shared_client().device(0));
+  std::array<float, 2> max{};
+  float total = 0;
+  int32_t folded = 0, size = 0;
+  out[0]->to_host(max.data(), sizeof max);
+  out[1]->to_host(&total, sizeof total);
+  out[2]->to_host(&folded, sizeof folded);
+  out[3]->to_host(&size, sizeof size);
+  EXPECT_FLOAT_EQ(max[0], std::exp(3.0f));
+  EXPECT_FLOAT_EQ(max[1], 1.0f);
+  EXPECT_NEAR(total, std::exp(1.0) + std::exp(2.0) + std::exp(3.0) + 3.0, 1e-4);
+  EXPECT_EQ(folded, 8);
+  EXPECT_EQ(size, 3);
+}
+
 }  // namespace
 }  // namespace tpu::pjrt

@@ -12,6 +12,7 @@ unless asked not to, the tests that are not instantiated for a device.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -82,13 +83,30 @@ def _deselected_ids() -> set[str]:
         return {line.strip() for line in f if line.strip()}
 
 
+def _sample_key(nodeid: str) -> str:
+    return hashlib.sha1(nodeid.encode()).hexdigest()
+
+
+def _sampled(items: list[pytest.Item]) -> set[str] | None:
+    """The node ids of ``--sample N``: the N tests whose ids hash lowest. The choice
+    depends on the ids alone, so every run, restart and machine picks the same tests,
+    spread over the whole file (ops, dtypes and classes alike)."""
+    size = os.environ.get(runner.SAMPLE_ENV)
+    if not size or len(items) <= int(size):
+        return None
+    return set(sorted((item.nodeid for item in items), key=_sample_key)[: int(size)])
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     done = _deselected_ids()
     every_class = os.environ.get(runner.ALL_TESTS_ENV) == "1"
+    candidates = [item for item in items if every_class or _is_device_test(item)]
+    sample = _sampled(candidates)
     kept, dropped = [], []
     for item in items:
         wanted = item.nodeid not in done and (every_class or _is_device_test(item))
+        wanted = wanted and (sample is None or item.nodeid in sample)
         (kept if wanted else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)

@@ -6,6 +6,7 @@ the runner's way, and the runner do not import each other."""
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import json
 import shutil
@@ -68,6 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the failed tests again on the CPU device and count those that fail there "
         "too apart (the test's fault, e.g. a checkout from another PyTorch release)",
     )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="run at most N tests of each file: the N whose ids hash lowest, the same "
+        "tests every run (for the files with thousands of tests)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="files run at the same time, each in its own pytest process (default: 1)",
+    )
     return parser
 
 
@@ -121,27 +136,42 @@ def _options(args: argparse.Namespace) -> Options:
         include_non_device_tests=args.include_non_device_tests,
         noconftest=args.noconftest,
         check_on_cpu=args.check_on_cpu,
+        sample=args.sample,
     )
 
 
 def run_files(
-    test_dir: Path, files: Sequence[str], options: Options, work_dir: Path, keep_logs: bool
+    test_dir: Path,
+    files: Sequence[str],
+    options: Options,
+    work_dir: Path,
+    keep_logs: bool,
+    jobs: int = 1,
 ) -> tuple[list[FileResult], bool]:
-    """Runs the files one after another, a line each; stops early on ^C. Returns the
-    results and whether it was interrupted."""
-    results: list[FileResult] = []
+    """Runs the files, `jobs` at a time (each file's pytest process is its own), a line
+    each as it finishes; stops early on ^C. Returns the results in the files' order and
+    whether it was interrupted."""
+    done: dict[str, FileResult] = {}
+
+    def one(file: str) -> FileResult:
+        result = run_file(test_dir, file, options, work_dir)
+        result.log = result.log if keep_logs else None
+        log = f" (log: {result.log})" if result.log else ""
+        index = files.index(file) + 1
+        print(f"[{index}/{len(files)}] {file}: {report.progress_line(result)}{log}", flush=True)
+        done[file] = result
+        return result
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
-        for index, file in enumerate(files, 1):
-            print(f"[{index}/{len(files)}] {file}: ", end="", flush=True)
-            result = run_file(test_dir, file, options, work_dir)
-            result.log = result.log if keep_logs else None
-            results.append(result)
-            log = f" (log: {result.log})" if result.log else ""
-            print(report.progress_line(result) + log, flush=True)
+        for future in [pool.submit(one, file) for file in files]:
+            future.result()
     except KeyboardInterrupt:
         print("\ninterrupted: the table covers the files that finished", flush=True)
-        return results, True
-    return results, False
+        pool.shutdown(wait=False, cancel_futures=True)
+        return [done[f] for f in files if f in done], True
+    pool.shutdown()
+    return [done[f] for f in files], False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work_dir = Path(tempfile.mkdtemp(prefix="tpu_conformance_"))
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
-        results, interrupted = run_files(test_dir, files, options, work_dir, keep)
+        results, interrupted = run_files(test_dir, files, options, work_dir, keep, args.jobs)
         if options.check_on_cpu and not interrupted:
             print("running the failed tests again on the CPU device ...", flush=True)
             cpu_check.check_on_cpu(test_dir, results, options, work_dir)

@@ -23,6 +23,7 @@ PROGRESS_ENV = "TORCH_TPU_CONFORMANCE_PROGRESS"
 DESELECT_ENV = "TORCH_TPU_CONFORMANCE_DESELECT"
 BYPASS_ENV = "TORCH_TPU_CONFORMANCE_BYPASS_DEVICE_RESTRICTIONS"
 ALL_TESTS_ENV = "TORCH_TPU_CONFORMANCE_INCLUDE_NON_DEVICE_TESTS"
+SAMPLE_ENV = "TORCH_TPU_CONFORMANCE_SAMPLE"
 
 DEFAULT_FILES = (
     "test_view_ops.py",
@@ -68,6 +69,7 @@ class Options:
     include_non_device_tests: bool = False
     noconftest: bool = False
     check_on_cpu: bool = False
+    sample: int | None = None  # at most this many tests per file, the same ones every run
 
 
 # --- the progress file -----------------------------------------------------------------
@@ -204,6 +206,10 @@ def child_env(options: Options, progress: Path, deselect: Path) -> dict[str, str
     env.setdefault("TORCH_TPU_FAST_OP_COMPILE", "2")
     env[PROGRESS_ENV] = str(progress)
     env[DESELECT_ENV] = str(deselect)
+    if options.sample:
+        env[SAMPLE_ENV] = str(options.sample)
+    else:
+        env.pop(SAMPLE_ENV, None)
     for name, wanted in (
         (BYPASS_ENV, options.bypass_device_restrictions),
         (ALL_TESTS_ENV, options.include_non_device_tests),
