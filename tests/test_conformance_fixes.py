@@ -223,6 +223,16 @@ def test_random_over_all_64_bit_integers():
     assert torch.empty(0, device=TPU).random_(3, 7).numel() == 0
 
 
+def test_random_from_int64_min_to_max():
+    """A range past 2^63 (int64's whole span but its top value), as torch.randint(min, max)
+    asks for: draws over the whole range, never the excluded top."""
+    info = torch.iinfo(torch.int64)
+    values = torch.randint(info.min, info.max, (2000,), dtype=torch.int64, device=TPU).cpu()
+    assert (values < 0).any() and (values > 0).any()
+    assert values.abs().double().median() > 2.0**60
+    assert (values != info.max).all()
+
+
 OUT_OF_RANGE = [1e10, -1e10, 3e9, -3e9, 300.5, -300.5, 70000.7, -1.5, 2.7, -2.7, 0.0]
 OUT_OF_RANGE += [float("inf"), float("-inf"), NAN, 2147483520.0, -2147483648.0]
 

@@ -168,9 +168,12 @@ at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> 
   std::vector<int64_t> dims = self.sizes().vec();
   Value bits = b.rng_bit_generator(p.key(next_random_key(generator, self.device().index())),
                                    TensorType{ElementType::U64, dims})[1];
-  Value offset = r.range == 0 ? bits
-                              : b.binary("remainder", bits,
-                                         b.broadcast_to(p.scalar(r.range, c10::kUInt64), dims));
+  // The range travels as int64 bits (a range past 2^63, such as int64's whole span less
+  // one, is no int64 Scalar), read back as uint64.
+  Value range =
+      b.bitcast_convert(b.broadcast_to(p.scalar(static_cast<int64_t>(r.range), c10::kLong), dims),
+                        TensorType{ElementType::U64, dims});
+  Value offset = r.range == 0 ? bits : b.binary("remainder", bits, range);
   // Wrapping 64-bit addition, as the CPU's `from + (bits % range)` in uint64.
   Value lowest = b.bitcast_convert(b.broadcast_to(p.scalar(r.from, c10::kLong), dims),
                                    TensorType{ElementType::U64, dims});
