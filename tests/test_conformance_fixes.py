@@ -247,3 +247,27 @@ def test_float_to_integer_casts_out_of_range_as_the_cpu(source, target):
     x = torch.tensor(OUT_OF_RANGE, dtype=torch.float64).to(source)
     same(x.to(TPU).to(target), x.to(target))
     same(torch.empty(len(OUT_OF_RANGE), dtype=target, device=TPU).copy_(x.to(TPU)), x.to(target))
+
+
+@pytest.mark.parametrize("shape", [[0, 3], [0, 3, 5, 7], [2, 3, 0, 7], [2, 3, 5, 7, 0]], ids=str)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_nll_loss_of_no_rows_is_the_cpus(shape, reduction):
+    """No rows to pick a class from: an empty loss, the empty sum 0, the 0/0 mean NaN, and
+    a gradient of the input's shape."""
+    x = torch.rand(shape, requires_grad=True)
+    target = torch.randint(3, (shape[0], *shape[2:]))
+    x_tpu = x.detach().to(TPU).requires_grad_()
+    expected = torch.nn.functional.nll_loss(x, target, reduction=reduction)
+    actual = torch.nn.functional.nll_loss(x_tpu, target.to(TPU), reduction=reduction)
+    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True)
+    actual.sum().backward()
+    assert x_tpu.grad.shape == x.shape
+
+
+def test_in_place_threshold_of_an_expanded_tensor():
+    """Idempotent, so the CPU lets it write elements that share memory; copy_ would not."""
+    row = torch.randn(1, 6)
+    x = row.to(TPU).expand(6, 6)
+    torch.nn.functional.threshold(x, 0.5, -1.0, inplace=True)
+    assert torch.equal(x.cpu(), torch.threshold(row, 0.5, -1.0).expand(6, 6))
+    assert x.stride() == (0, 1)

@@ -113,7 +113,15 @@ def threshold_out(self, threshold_, value, *, out):
 
 
 def threshold_inplace(self, threshold_, value):
-    return self.copy_(threshold(self, threshold_, value))
+    # The CPU lets an in-place threshold write an expanded tensor (it is idempotent, so
+    # elements sharing memory get the same value): it is done on the distinct elements,
+    # the broadcast dimensions narrowed to one.
+    distinct = self
+    for dim, (size, stride) in enumerate(zip(self.shape, self.stride())):
+        if stride == 0 and size > 1:
+            distinct = distinct.narrow(dim, 0, 1)
+    distinct.copy_(threshold(distinct, threshold_, value))
+    return self
 
 
 def _inside(self, lambd):

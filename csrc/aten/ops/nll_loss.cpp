@@ -185,6 +185,16 @@ std::tuple<at::Tensor, at::Tensor> forward(const char* name, const at::Tensor& s
       at::empty(reduction == at::Reduction::None ? none_shape(self, l) : std::vector<int64_t>{},
                 self.options());
   at::Tensor total_weight = at::empty({}, self.options());
+  if (l.rows == 0) {
+    // No rows to pick from (a gather needs one): the CPU's empty sum, and its 0/0 mean.
+    total_weight.zero_();
+    if (reduction == at::Reduction::Mean) {
+      output.fill_(std::numeric_limits<double>::quiet_NaN());
+    } else if (reduction == at::Reduction::Sum) {
+      output.zero_();
+    }
+    return {output, total_weight};
+  }
   lower_forward(name, self, target, weight, reduction, ignore_index, output, total_weight);
   return {output, total_weight};
 }
