@@ -271,3 +271,39 @@ def test_in_place_threshold_of_an_expanded_tensor():
     torch.nn.functional.threshold(x, 0.5, -1.0, inplace=True)
     assert torch.equal(x.cpu(), torch.threshold(row, 0.5, -1.0).expand(6, 6))
     assert x.stride() == (0, 1)
+
+
+def _not_dense_layouts(device):
+    return {
+        "channels_last slice": torch.ones(2, 3, 3, 6, device=device).contiguous(
+            memory_format=torch.channels_last
+        )[..., ::2],
+        "expanded row": torch.arange(6.0).reshape(1, 6).to(device).expand(6, 6),
+        "transposed slice": torch.arange(48.0).reshape(8, 6).to(device).t()[::2],
+        "permuted slice": torch.arange(120.0).reshape(4, 5, 6).to(device).permute(2, 0, 1)[::2],
+        "expanded and transposed": torch.arange(15.0)
+        .reshape(3, 1, 5)
+        .to(device)
+        .expand(3, 4, 5)
+        .transpose(0, 1),
+    }
+
+
+ELEMENTWISE = {
+    "mul scalar": lambda x: x * 2,
+    "sin": torch.sin,
+    "mul broadcast": lambda x: x * torch.ones(x.shape[-1], device=x.device),
+    "dropout": lambda x: torch.nn.functional.dropout(x, 1e-10),
+}
+
+
+@pytest.mark.parametrize("op", ELEMENTWISE, ids=str)
+@pytest.mark.parametrize("layout", list(_not_dense_layouts("cpu")), ids=str)
+def test_results_of_inputs_that_are_not_dense_are_laid_out_as_the_cpus(op, layout):
+    """TensorIterator keeps an input's order of dimensions for a result even where the input
+    is not dense (a channels_last slice gives a channels_last result): nn/test_dropout's
+    discontiguous tests."""
+    cpu = ELEMENTWISE[op](_not_dense_layouts("cpu")[layout])
+    tpu = ELEMENTWISE[op](_not_dense_layouts(TPU)[layout])
+    assert tpu.stride() == cpu.stride()
+    torch.testing.assert_close(tpu.cpu(), cpu)

@@ -50,15 +50,13 @@ std::vector<int64_t> result_shape(const at::Tensor& self, const Operand& other) 
 }
 
 // A new tpu tensor for a result of `shape`: laid out like `like` when it has that
-// shape and a dense layout (as TensorIterator does), contiguous otherwise.
+// shape (as TensorIterator does: see new_empty_like), contiguous otherwise.
 at::Tensor new_output(const std::vector<int64_t>& shape, c10::ScalarType type,
                       const at::Tensor& like, c10::Device device) {
-  c10::TensorOptions options = like.options().dtype(type).device(device);
-  if (like.sizes() == c10::IntArrayRef(shape) && like.is_non_overlapping_and_dense() &&
-      !like.is_contiguous()) {
-    return empty_strided(shape, like.strides(), type, std::nullopt, device, std::nullopt);
+  if (like.sizes() == c10::IntArrayRef(shape) && like.device() == device) {
+    return new_empty_like(like, type);
   }
-  return new_empty(shape, options);
+  return new_empty(shape, like.options().dtype(type).device(device));
 }
 
 void check_output(const at::Tensor& out, c10::ScalarType type, const std::vector<int64_t>& shape,

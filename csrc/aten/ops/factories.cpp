@@ -1,6 +1,7 @@
 // Tensor creation on tpu: empty (no device work at all: storages start without a
 // buffer and read as zeros), fill_, zero_, arange and eye.
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -43,6 +44,14 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
   element_type(c10::dtype_or_default(dtype));
   return at::detail::empty_strided_generic(size, stride, allocator(), kTpuKeys,
                                            c10::dtype_or_default(dtype));
+}
+
+at::Tensor new_empty_like(const at::Tensor& like, c10::ScalarType type) {
+  if (like.is_contiguous()) return new_empty(like.sizes(), like.options().dtype(type));
+  std::vector<int64_t> strides = like.is_non_overlapping_and_dense()
+                                     ? like.strides().vec()
+                                     : at::infer_dense_strides(like.sizes(), like.strides());
+  return empty_strided(like.sizes(), strides, type, std::nullopt, like.device(), std::nullopt);
 }
 
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {

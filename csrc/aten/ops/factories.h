@@ -18,6 +18,11 @@ inline at::Tensor new_empty(c10::IntArrayRef size, const c10::TensorOptions& opt
   return empty_memory_format(size, options.dtype().toScalarType(), std::nullopt, options.device(),
                              std::nullopt, std::nullopt);
 }
+// A one-input elementwise result laid out as TensorIterator lays it out (and empty_like
+// with preserve_format): contiguous for a contiguous input, the input's strides for a dense
+// one, and otherwise the input's order of dimensions, densely (a channels_last slice gives
+// a channels_last result).
+at::Tensor new_empty_like(const at::Tensor& like, c10::ScalarType type);
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value);
 at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value);
 at::Tensor& zero_(at::Tensor& self);

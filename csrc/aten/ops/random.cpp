@@ -225,8 +225,10 @@ at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> genera
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
                                                   std::optional<bool> train) {
   TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-  at::Tensor output = at::empty(input.sizes(), input.options());
-  at::Tensor mask = at::empty(input.sizes(), input.options().dtype(c10::kBool));
+  // Laid out as the CPU's `input * mask` is (a channels_last input, sliced too, gives
+  // channels_last results).
+  at::Tensor output = new_empty_like(input, input.scalar_type());
+  at::Tensor mask = new_empty_like(input, c10::kBool);
   bool training = !train.has_value() || *train;
   Program program("aten::native_dropout");
   Builder& b = program.b();
@@ -254,7 +256,7 @@ at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tens
                                    double scale) {
   // grad * mask * scale promotes like the CPU's (integer gradients become float).
   c10::ScalarType type = at::result_type(grad_output, c10::Scalar(scale));
-  at::Tensor grad_input = at::empty(grad_output.sizes(), grad_output.options().dtype(type));
+  at::Tensor grad_input = new_empty_like(grad_output, type);
   c10::ScalarType math = opmath_type(type);
   Program program("aten::native_dropout_backward");
   Builder& b = program.b();

@@ -190,10 +190,7 @@ c10::ScalarType unary_result_type(const at::Tensor& self, bool float_op, UnaryLo
 }
 
 at::Tensor like(const at::Tensor& self, c10::ScalarType type) {
-  if (self.is_non_overlapping_and_dense() && !self.is_contiguous()) {
-    return at::empty_strided(self.sizes(), self.strides(), self.options().dtype(type));
-  }
-  return new_empty(self.sizes(), self.options().dtype(type));
+  return new_empty_like(self, type);
 }
 
 }  // namespace
