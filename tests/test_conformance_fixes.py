@@ -307,3 +307,65 @@ def test_results_of_inputs_that_are_not_dense_are_laid_out_as_the_cpus(op, layou
     tpu = ELEMENTWISE[op](_not_dense_layouts(TPU)[layout])
     assert tpu.stride() == cpu.stride()
     torch.testing.assert_close(tpu.cpu(), cpu)
+
+
+def test_bfloat16_batched_product_of_a_transposed_view():
+    """XLA:CPU refused this layout's bfloat16 x bfloat16 = float32 dot (adaptive_avg_pool3d's
+    backward reached it): the products equal the CPU's."""
+    a = torch.randn(5, 16, dtype=torch.bfloat16).t().unsqueeze(0)  # strides (16, 1, 16)
+    b = torch.randn(1, 5, 1536, dtype=torch.bfloat16)
+    same(torch.bmm(a.to(TPU), b.to(TPU)), torch.bmm(a, b))
+
+
+POOLS_2D = {
+    "max_pool2d": lambda x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
+    "max_pool2d dilated": lambda x: torch.nn.functional.max_pool2d(x, 2, 1, 0, 2, ceil_mode=True),
+    "avg_pool2d": lambda x: torch.nn.functional.avg_pool2d(x, 3, 2, 1),
+}
+
+
+@pytest.mark.parametrize("pool", POOLS_2D, ids=str)
+@pytest.mark.parametrize("batch", [2, 0])
+def test_2d_pooling_of_channels_last_and_empty_batches_is_the_cpus(pool, batch):
+    """Results and gradients in the input's memory format, as the CPU lays them out, and an
+    empty batch pools to an empty batch."""
+    x = torch.randn(batch, 3, 7, 9).contiguous(memory_format=torch.channels_last)
+    x_tpu = x.to(TPU).requires_grad_()
+    x.requires_grad_()
+    expected, actual = POOLS_2D[pool](x), POOLS_2D[pool](x_tpu)
+    assert actual.shape == expected.shape and actual.stride() == expected.stride()
+    same(actual, expected.detach())
+    grad = torch.randn_like(expected)
+    expected.backward(grad)
+    actual.backward(grad.to(TPU))
+    assert x_tpu.grad.stride() == x.grad.stride()
+    torch.testing.assert_close(x_tpu.grad.cpu(), x.grad)
+
+
+def error_of(fn):
+    """The class and first line of what fn raises, None if nothing."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the class and words are what is compared
+        return type(e), str(e).split("\n")[0]
+    return None
+
+
+@pytest.mark.parametrize(
+    "shape, args",
+    [
+        ((1, 3, 8, 8), dict(kernel_size=2, stride=0)),
+        ((1, 3, 8, 8), dict(kernel_size=0)),
+        ((1, 3, 8, 8), dict(kernel_size=3, padding=2)),
+        ((1, 0, 8, 8), dict(kernel_size=2)),
+        ((0, 8, 8), dict(kernel_size=2)),
+        ((1, 3, 1, 1), dict(kernel_size=3)),
+        ((8,), dict(kernel_size=2)),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("pool", [torch.nn.functional.max_pool2d, torch.nn.functional.avg_pool2d])
+def test_2d_pooling_errors_are_the_cpus(pool, shape, args):
+    expected = error_of(lambda: pool(torch.randn(shape), **args))
+    assert expected is not None
+    assert error_of(lambda: pool(torch.randn(shape, device=TPU), **args)) == expected

@@ -31,8 +31,17 @@ c10::ScalarType accumulate_type(c10::ScalarType type) {
   return type == c10::kHalf || type == c10::kBFloat16 ? c10::kFloat : type;
 }
 
+// A product's operand. XLA:CPU runs some bfloat16 products with a float32 result through a
+// dot kernel that refuses the mix ("Unsupported element type for DotThunk::Execute: BF16 x
+// BF16 = F32"), depending on the operands' layouts; read in float32 there, the products are
+// the same (a product of two bfloat16 or float16 values is exact in float32) on every path.
+// Accelerators keep the mixed-precision dot their matrix units run.
+hlo::Value operand(Program& p, const at::Tensor& t) {
+  return on_xla_cpu() ? p.read(t, accumulate_type(t.scalar_type())) : p.read(t);
+}
+
 hlo::Value product(Program& p, const at::Tensor& mat1, const at::Tensor& mat2) {
-  return p.b().dot_general(p.read(mat1), p.read(mat2), {}, {}, {1}, {0},
+  return p.b().dot_general(operand(p, mat1), operand(p, mat2), {}, {}, {1}, {0},
                            element_type(accumulate_type(mat1.scalar_type())));
 }
 
@@ -178,7 +187,7 @@ void lower_baddbmm(const char* name, const at::Tensor* self, const at::Tensor& b
                     product_statics(beta, alpha));
   if (call.run()) return;
   Program p(name, &call);
-  hlo::Value product = p.b().dot_general(p.read(batch1), p.read(batch2), {0}, {0}, {2}, {1},
+  hlo::Value product = p.b().dot_general(operand(p, batch1), operand(p, batch2), {0}, {0}, {2}, {1},
                                          element_type(accumulate));
   p.write(out, scale_and_add(p, product, self, beta, alpha, accumulate, shape));
   p.run();
@@ -250,8 +259,8 @@ void lower_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor
                  const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& out) {
   c10::ScalarType accumulate = accumulate_type(mat.scalar_type());
   Program p("aten::addmv");
-  hlo::Value product =
-      p.b().dot_general(p.read(mat), p.read(vec), {}, {}, {1}, {0}, element_type(accumulate));
+  hlo::Value product = p.b().dot_general(operand(p, mat), operand(p, vec), {}, {}, {1}, {0},
+                                         element_type(accumulate));
   p.write(out, scale_and_add(p, product, &self, beta, alpha, accumulate, {mat.size(0)}));
   p.run();
 }

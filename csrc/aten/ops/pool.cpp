@@ -2,6 +2,7 @@
 // _adaptive_avg_pool2d (+backward), with PyTorch's padding, ceil_mode, dilation and
 // divisor rules. Windows are stablehlo.reduce_window; max pooling carries the flat
 // (h * W + w) index of the winner beside its value, as PyTorch returns it.
+#include <ATen/native/Pool.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 
@@ -27,41 +28,57 @@ struct Pool {
   int64_t pad_high[2];  // padding after the input, ceil_mode windows included
 };
 
-int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  int64_t numerator = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
-  int64_t out = numerator / s + 1;
-  if (ceil_mode && (out - 1) * s >= in + p) --out;  // the last window must start inside
-  return out;
-}
-
+// PyTorch's own checks (ATen/native/Pool.h, in the order max_pool2d's and avg_pool2d's meta
+// functions call them), so errors are the CPU's word for word, and its output sizes.
 Pool make_pool(const at::Tensor& self, c10::IntArrayRef kernel, c10::IntArrayRef stride,
                c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode,
-               const char* name) {
-  TORCH_CHECK(self.dim() == 3 || self.dim() == 4, name,
-              ": Expected 3D or 4D (batch mode) tensor for input, got ", self.sizes());
+               const char* name, bool max_pool) {
   TORCH_CHECK(kernel.size() == 1 || kernel.size() == 2, name,
               ": kernel_size must either be a single int, or a tuple of two ints");
+  TORCH_CHECK(stride.empty() || stride.size() == 1 || stride.size() == 2, name,
+              ": stride must either be omitted, a single int, or a tuple of two ints");
+  TORCH_CHECK(padding.size() == 1 || padding.size() == 2, name,
+              ": padding must either be a single int, or a tuple of two ints");
+  const at::MemoryFormat format = self.suggest_memory_format();
+  if (max_pool) {
+    TORCH_CHECK(dilation.size() == 1 || dilation.size() == 2, name,
+                ": dilation must be either a single int, or a tuple of two ints");
+    if (format == at::MemoryFormat::ChannelsLast) {
+      TORCH_CHECK(self.dim() == 4,
+                  "non-empty 4D (batch mode) tensor expected for input with channels_last layout");
+    } else {
+      TORCH_CHECK(self.dim() == 3 || self.dim() == 4,
+                  "non-empty 3D or 4D (batch mode) tensor expected for input");
+    }
+  }
+  // Planes, height, width: read in avg_pool2d's order, whose meta has no rank check (an
+  // IndexError for fewer than 3 dimensions, as on the CPU).
+  const int64_t planes = self.size(-3);
   Pool p{};
   for (int i = 0; i < 2; ++i) {
     p.kernel[i] = kernel[kernel.size() == 1 ? 0 : i];
     p.stride[i] = stride.empty() ? p.kernel[i] : stride[stride.size() == 1 ? 0 : i];
     p.padding[i] = padding[padding.size() == 1 ? 0 : i];
-    p.dilation[i] = dilation.empty() ? 1 : dilation[dilation.size() == 1 ? 0 : i];
-    TORCH_CHECK(p.kernel[i] > 0 && p.stride[i] > 0 && p.dilation[i] > 0, name,
-                ": kernel size, stride and dilation must be greater than zero");
-    TORCH_CHECK(p.padding[i] >= 0 && p.padding[i] * 2 <= p.kernel[i], name,
-                ": pad should be at most half of effective kernel size, but got pad=", p.padding[i],
-                ", kernel_size=", p.kernel[i]);
-    p.in[i] = self.size(self.dim() - 2 + i);
-    p.out[i] =
-        pooled_size(p.in[i], p.kernel[i], p.stride[i], p.padding[i], p.dilation[i], ceil_mode);
-    TORCH_CHECK(p.out[i] > 0, name, ": Given input size ", self.sizes(),
-                ", the calculated output size is too small");
+    p.dilation[i] = max_pool ? dilation[dilation.size() == 1 ? 0 : i] : 1;
+    p.in[i] = self.size(-2 + i);
+    p.out[i] = at::native::pooling_output_shape<int64_t>(p.in[i], p.kernel[i], p.padding[i],
+                                                         p.stride[i], p.dilation[i], ceil_mode);
+  }
+  at::native::pool2d_shape_check(self, p.kernel[0], p.kernel[1], p.stride[0], p.stride[1],
+                                 p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
+                                 planes, p.in[0], p.in[1], p.out[0], p.out[1], format);
+  for (int i = 0; i < 2; ++i) {
     p.pad_high[i] = (p.out[i] - 1) * p.stride[i] + p.dilation[i] * (p.kernel[i] - 1) + 1 - p.in[i] -
                     p.padding[i];
     if (p.pad_high[i] < 0) p.pad_high[i] = 0;
   }
   return p;
+}
+
+// A result or gradient laid out as the CPU lays it out: in the input's suggested memory
+// format (channels_last stays channels_last).
+at::Tensor empty_as_input(c10::IntArrayRef shape, const at::Tensor& self, c10::ScalarType type) {
+  return at::empty(shape, self.options().dtype(type).memory_format(self.suggest_memory_format()));
 }
 
 std::vector<int64_t> out_shape(const at::Tensor& self, const Pool& p) {
@@ -110,10 +127,12 @@ std::vector<int64_t> dims_4d(std::vector<int64_t> dims) {
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
     const at::Tensor& self, c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
     c10::IntArrayRef padding, c10::IntArrayRef dilation, bool ceil_mode) {
-  Pool pool = make_pool(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
+  Pool pool =
+      make_pool(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d", true);
   std::vector<int64_t> shape = out_shape(self, pool);
-  at::Tensor out = at::empty(shape, self.options());
-  at::Tensor indices = at::empty(shape, self.options().dtype(c10::kLong));
+  at::Tensor out = empty_as_input(shape, self, self.scalar_type());
+  at::Tensor indices = empty_as_input(shape, self, c10::kLong);
+  if (out.numel() == 0) return {out, indices};
   Program program("aten::max_pool2d_with_indices");
   Builder& b = program.b();
   Value x = as_4d(b, program.read(self));
@@ -158,7 +177,8 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
                                             c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
                                             c10::IntArrayRef padding, c10::IntArrayRef dilation,
                                             bool ceil_mode, const at::Tensor& indices) {
-  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  at::Tensor grad_input = empty_as_input(self.sizes(), self, self.scalar_type());
+  if (grad_input.numel() == 0) return grad_input;
   const int64_t plane = self.size(-1) * self.size(-2);
   const int64_t planes = self.numel() / std::max<int64_t>(plane, 1);
   const int64_t per_plane = grad_output.size(-1) * grad_output.size(-2);
@@ -219,9 +239,10 @@ at::Tensor avg_pool2d(const at::Tensor& self, c10::IntArrayRef kernel_size, c10:
                       c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                       std::optional<int64_t> divisor_override) {
   TORCH_CHECK(!divisor_override.has_value() || *divisor_override != 0, "divisor must be not zero");
-  Pool pool = make_pool(self, kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
+  Pool pool = make_pool(self, kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d", false);
   std::vector<int64_t> shape = out_shape(self, pool);
-  at::Tensor out = at::empty(shape, self.options());
+  at::Tensor out = empty_as_input(shape, self, self.scalar_type());
+  if (out.numel() == 0) return out;
   c10::ScalarType accumulate = opmath_type(self.scalar_type());
   ElementType type = element_type(accumulate);
   Program program("aten::avg_pool2d");
@@ -243,8 +264,9 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& 
                                c10::IntArrayRef kernel_size, c10::IntArrayRef stride,
                                c10::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor_override) {
-  Pool pool = make_pool(self, kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d");
-  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  Pool pool = make_pool(self, kernel_size, stride, padding, {}, ceil_mode, "avg_pool2d", false);
+  at::Tensor grad_input = empty_as_input(self.sizes(), self, self.scalar_type());
+  if (grad_input.numel() == 0) return grad_input;
   c10::ScalarType accumulate = opmath_type(self.scalar_type());
   ElementType type = element_type(accumulate);
   Program program("aten::avg_pool2d_backward");
