@@ -251,3 +251,60 @@ def test_sample_is_the_same_tests_every_run_and_jobs_keep_the_files_order(tmp_pa
     assert [len(first[f]) for f in ("test_many_b.py", "test_many_a.py")] == [5, 5]
     assert first["test_many_a.py"] != first["test_many_b.py"]  # ids name their file
     assert sampled(tmp_path / "2.json") == first
+
+
+TWINS = textwrap.dedent(
+    """
+    import unittest
+
+    import torch
+    from torch.testing._internal.common_device_type import (
+        dtypes, dtypesIfPRIVATEUSE1, instantiate_device_type_tests)
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestTwins(TestCase):
+        def test_ours(self, device):
+            self.assertEqual(torch.device(device).type, "cpu")
+
+        def test_everywhere(self, device):
+            self.assertTrue(False)
+
+        def test_cpu_skips(self, device):
+            if torch.device(device).type == "cpu":
+                raise unittest.SkipTest("not on the CPU")
+            self.assertTrue(False)
+
+        @dtypesIfPRIVATEUSE1(torch.float32, torch.float16)
+        @dtypes(torch.float32)
+        def test_dtype(self, device, dtype):
+            self.assertNotEqual(dtype, torch.float16)
+
+
+    instantiate_device_type_tests(TestTwins, globals())
+    """
+)
+
+
+def test_check_on_cpu_tells_our_failures_from_tests_the_cpu_does_not_pass(tmp_path):
+    """A failure the CPU twin passes is ours; one it fails too, skips, or does not have (a
+    dtype only tpu is tested with, which pytest's command line would refuse) is not."""
+    tests = tmp_path / "test"
+    tests.mkdir()
+    (tests / "test_twins.py").write_text(TWINS)
+    out = tmp_path / "out.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main([str(tests), "test_twins", "--check-on-cpu", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    verdict = {
+        t["nodeid"].split("::")[-1]: (t["outcome"], t["fails_on_cpu"], t["cpu_outcome"])
+        for t in data["tests"]
+    }
+    assert verdict == {
+        "test_ours_tpu": ("failed", False, ""),
+        "test_everywhere_tpu": ("failed", True, ""),
+        "test_cpu_skips_tpu": ("failed", True, "skipped"),
+        "test_dtype_tpu_float32": ("passed", False, ""),
+        "test_dtype_tpu_float16": ("failed", True, "skipped"),
+    }
+    assert data["files"][0]["pass_percent_without_them"] == 50.0

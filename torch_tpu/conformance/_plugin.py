@@ -75,10 +75,10 @@ def _is_device_test(item: pytest.Item) -> bool:
     return device_type in ("privateuse1", torch._C._get_privateuse1_backend_name())
 
 
-def _deselected_ids() -> set[str]:
-    path = os.environ.get(runner.DESELECT_ENV)
+def _ids_in(variable: str) -> set[str] | None:
+    path = os.environ.get(variable)
     if not path or not os.path.exists(path):
-        return set()
+        return None
     with open(path, encoding="utf-8") as f:
         return {line.strip() for line in f if line.strip()}
 
@@ -99,7 +99,10 @@ def _sampled(items: list[pytest.Item]) -> set[str] | None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    done = _deselected_ids()
+    done = _ids_in(runner.DESELECT_ENV) or set()
+    # Ids a test file may not have (the CPU twin of a tpu-only dtype) are no error here,
+    # as they would be on pytest's command line.
+    selected = _ids_in(runner.SELECT_ENV)
     every_class = os.environ.get(runner.ALL_TESTS_ENV) == "1"
     candidates = [item for item in items if every_class or _is_device_test(item)]
     sample = _sampled(candidates)
@@ -107,6 +110,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         wanted = item.nodeid not in done and (every_class or _is_device_test(item))
         wanted = wanted and (sample is None or item.nodeid in sample)
+        wanted = wanted and (selected is None or item.nodeid in selected)
         (kept if wanted else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)

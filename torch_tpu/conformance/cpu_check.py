@@ -24,6 +24,9 @@ def cpu_nodeid(nodeid: str) -> str:
 
 def check_on_cpu(test_dir: Path, results: list[FileResult], options: runner.Options,
                  work_dir: Path) -> None:  # fmt: skip
+    """Marks each failed tpu test whose CPU twin does not pass: it fails there too
+    (``fails_on_cpu``), or it does not run there (``cpu_outcome`` "skipped": a test gated to
+    CUDA, a dtype only accelerators are tested with)."""
     for result in results:
         failed = {
             cpu_nodeid(r.nodeid): r
@@ -37,10 +40,14 @@ def check_on_cpu(test_dir: Path, results: list[FileResult], options: runner.Opti
         progress.unlink(missing_ok=True)
         deselect = work_dir / f"{stem}.cpu.deselect.txt"
         deselect.write_text("")
+        select = work_dir / f"{stem}.cpu.select.txt"
+        select.write_text("".join(f"{nodeid}\n" for nodeid in failed))
         env = runner.child_env(options, progress, deselect)
         env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "cpu"
         env[runner.ALL_TESTS_ENV] = "1"  # the CPU classes are not tpu's device classes
-        command = [sys.executable, "-m", "pytest", *failed, "-q", "-p", "no:cacheprovider"]
+        env[runner.SELECT_ENV] = str(select)
+        env.pop(runner.SAMPLE_ENV, None)
+        command = [sys.executable, "-m", "pytest", result.file, "-q", "-p", "no:cacheprovider"]
         command += ["-p", "torch_tpu.conformance._plugin"]
         if options.noconftest:
             command.append("--noconftest")
@@ -52,7 +59,17 @@ def check_on_cpu(test_dir: Path, results: list[FileResult], options: runner.Opti
                 pass
         tracker = runner.Tracker()
         tracker.feed(runner.ProgressReader(progress).read())
-        for nodeid in tracker.finished:
-            outcome = runner._finished_record(result.file, nodeid, tracker.reports[nodeid]).outcome
-            if outcome in ("failed", "error") and nodeid in failed:
-                failed[nodeid].fails_on_cpu = True
+        finished = set(tracker.finished)
+        collected = set(tracker.collected or [])
+        for nodeid, record in failed.items():
+            if nodeid in finished:
+                outcome = runner._finished_record(result.file, nodeid, tracker.reports[nodeid]).outcome
+            elif tracker.collected is not None and nodeid not in collected:
+                outcome = "skipped"  # the CPU has no such test (a dtype only others test)
+            else:
+                continue  # the CPU run did not get to it: no verdict
+            if outcome in ("failed", "error"):
+                record.fails_on_cpu = True
+            elif outcome in ("skipped", "xfailed"):
+                record.fails_on_cpu = True
+                record.cpu_outcome = "skipped"

@@ -40,7 +40,8 @@ class TestRecord:
     raw: str = ""  # the first line of the message as raised (truncated)
     seconds: float = 0.0
     log_tail: str = ""  # the end of the pytest log, for crashes and file-level problems
-    fails_on_cpu: bool = False  # --check-on-cpu: it fails on PyTorch's CPU device too
+    fails_on_cpu: bool = False  # --check-on-cpu: it does not pass on PyTorch's CPU device
+    cpu_outcome: str = ""  # "skipped" where the CPU does not run it at all
 
 
 @dataclasses.dataclass
@@ -176,7 +177,7 @@ def format_table(results: Sequence[FileResult], cpu_checked: bool = False) -> st
     rows.append(summary_row("TOTAL", every, sum(r.seconds for r in results)))
     header = ["file", *(_COLUMNS.get(o, o) for o in OUTCOMES), "pass %"]
     if cpu_checked:
-        header += ["fail on CPU too", "pass % without them"]
+        header += ["not passing on CPU", "pass % without them"]
     header.append("seconds")
     return _markdown_table(header, [_cells(row, cpu_checked) for row in rows])
 
@@ -198,7 +199,10 @@ def group_failures(records: Iterable[TestRecord]) -> list[CauseGroup]:
     for record in records:
         if record.outcome in _FAILURES:
             cause = record.cause or "(no message)"
-            by_cause[("[fails on CPU too] " if record.fails_on_cpu else "") + cause].append(record)
+            label = ""
+            if record.fails_on_cpu:
+                label = "[not run on CPU] " if record.cpu_outcome else "[fails on CPU too] "
+            by_cause[label + cause].append(record)
     groups = [
         CauseGroup(
             cause=cause,
