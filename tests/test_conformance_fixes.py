@@ -43,7 +43,9 @@ def test_index_tensors_that_do_not_broadcast_raise_index_error():
     rows, cols = torch.tensor([0, 1]), torch.tensor([0, 1, 2])
     for device in ("cpu", TPU):
         t = x.to(device)
-        with pytest.raises(IndexError, match=r"could not be broadcast together with shapes \[2\], \[3\]"):
+        with pytest.raises(
+            IndexError, match=r"could not be broadcast together with shapes \[2\], \[3\]"
+        ):
             t[rows.to(device), cols.to(device)]
         with pytest.raises(IndexError, match="could not be broadcast"):
             t.index_put_((rows.to(device), cols.to(device)), torch.tensor(1.0, device=device))
@@ -82,7 +84,9 @@ def test_mode_with_out():
             x8 = torch.ones(10, dtype=x_type, device=device)
             out = (torch.ones(10, dtype=v_type, device=device),
                    torch.ones(10, dtype=i_type, device=device))  # fmt: skip
-            with pytest.raises(RuntimeError, match=f"expected scalar type .* but got .* for {which}"):
+            with pytest.raises(
+                RuntimeError, match=f"expected scalar type .* but got .* for {which}"
+            ):
                 torch.mode(x8, -1, True, out=out)
     with pytest.raises(RuntimeError, match="expected values and indices on tpu"):
         torch.mode(x.to(TPU), 1, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))
@@ -126,7 +130,9 @@ def test_empty_dimension_and_empty_index_list():
             scalar.index_put([], torch.tensor([1.0], device=device), True)
     # (the CPU kernel itself trips an internal assert on an empty index list it could apply)
     z = torch.zeros(2, 3, device=TPU)
-    assert z.index_put([], torch.tensor([1.0, 2.0, 3.0], device=TPU), True).tolist() == [[1, 2, 3]] * 2
+    assert (
+        z.index_put([], torch.tensor([1.0, 2.0, 3.0], device=TPU), True).tolist() == [[1, 2, 3]] * 2
+    )
 
 
 def test_masked_assignment_checks_shape_before_dtype():

@@ -63,7 +63,8 @@ def check_on_cpu(test_dir: Path, results: list[FileResult], options: runner.Opti
         collected = set(tracker.collected or [])
         for nodeid, record in failed.items():
             if nodeid in finished:
-                outcome = runner._finished_record(result.file, nodeid, tracker.reports[nodeid]).outcome
+                reports = tracker.reports[nodeid]
+                outcome = runner._finished_record(result.file, nodeid, reports).outcome
             elif tracker.collected is not None and nodeid not in collected:
                 outcome = "skipped"  # the CPU has no such test (a dtype only others test)
             else:
