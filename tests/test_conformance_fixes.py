@@ -375,3 +375,47 @@ def test_2d_pooling_errors_are_the_cpus(pool, shape, args):
     expected = error_of(lambda: pool(torch.randn(shape), **args))
     assert expected is not None
     assert error_of(lambda: pool(torch.randn(shape, device=TPU), **args)) == expected
+
+
+def test_complex_random_draws_fill_both_parts():
+    """normal_ and uniform_ of a complex tensor draw real and imaginary parts alike, as the
+    CPU does (normal_: each part with variance std^2 / 2); the imaginary parts were left 0."""
+    normal = torch.empty(20000, dtype=torch.complex64, device=TPU).normal_(0.0, 2.0).cpu()
+    expected_std = 2.0 / 2**0.5
+    for part in (normal.real, normal.imag):
+        assert abs(part.std().item() - expected_std) < 0.05
+    uniform = torch.empty(20000, dtype=torch.complex128, device=TPU).uniform_(2.0, 3.0).cpu()
+    for part in (uniform.real, uniform.imag):
+        assert 2.0 <= part.min().item() and part.max().item() < 3.0
+        assert abs(part.mean().item() - 2.5) < 0.02
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda d: torch.empty(3, dtype=torch.int32, device=d).normal_(),
+        lambda d: torch.empty(0, dtype=torch.int32, device=d).uniform_(),
+        lambda d: torch.rand(2, 0, dtype=torch.int64, device=d),
+        lambda d: torch.randn(3, dtype=torch.int64, device=d),
+        lambda d: torch.empty(3, device=d).normal_(0.0, -1.0),
+    ],
+)
+def test_float_draws_refuse_other_dtypes_as_the_cpu(draw):
+    """They wrote zeros or rounded draws into integer tensors."""
+    expected = error_of(lambda: draw("cpu"))
+    assert expected is not None
+    assert error_of(lambda: draw(TPU)) == expected
+
+
+def test_cat_of_legacy_empties_and_into_an_out_of_another_shape():
+    x, empty = torch.randn(4, 3, 2, 2), torch.randn(0)
+    for parts, dim in [([x, empty], 1), ([empty, x], 1), ([empty, empty], 1)]:
+        same(torch.cat([p.to(TPU) for p in parts], dim), torch.cat(parts, dim))
+    a = torch.randn(4, 4, 4, 4).contiguous(memory_format=torch.channels_last)
+    b = torch.randn(4, 4, 4, 4)
+    for parts in [(a, a), (a, b)]:
+        for out_shape in [(0,), (8, 4, 4, 4)]:
+            expected = torch.cat(parts, out=torch.empty(out_shape))
+            actual = torch.cat([p.to(TPU) for p in parts], out=torch.empty(out_shape, device=TPU))
+            assert actual.stride() == expected.stride()
+            same(actual, expected)

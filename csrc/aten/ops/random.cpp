@@ -4,6 +4,7 @@
 #include <ATen/native/DistributionTemplates.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/result_type.h>
+#include <ATen/ops/view_as_real.h>
 
 #include <cmath>
 #include <limits>
@@ -52,8 +53,19 @@ Value uniform01(Program& p, const std::vector<int64_t>& dims, ElementType type,
 
 at::Tensor& uniform_(at::Tensor& self, double from, double to,
                      std::optional<at::Generator> generator) {
+  // The CPU's order: a complex tensor draws its real and imaginary parts alike, other
+  // dtypes must be floating point, then the range check.
+  if (self.is_complex()) {
+    at::Tensor parts = at::view_as_real(self);
+    uniform_(parts, from, to, generator);
+    return self;
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()),
+                              "\"check_uniform_bounds\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
+  if (self.numel() == 0) return self;
   Program p("aten::uniform_");
   Builder& b = p.b();
   std::vector<int64_t> dims = self.sizes().vec();
@@ -76,6 +88,16 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to,
 at::Tensor& normal_(at::Tensor& self, double mean, double std,
                     std::optional<at::Generator> generator) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  // A complex tensor: real and imaginary parts each with variance std^2 / 2, as on the CPU.
+  if (self.is_complex()) {
+    at::Tensor parts = at::view_as_real(self);
+    normal_(parts, mean, std / std::sqrt(2.0), generator);
+    return self;
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()),
+                              "\"normal_kernel_cpu\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+  if (self.numel() == 0) return self;
   Program p("aten::normal_");
   Builder& b = p.b();
   std::vector<int64_t> dims = self.sizes().vec();

@@ -37,10 +37,7 @@ std::vector<int64_t> cat_shape(const at::ITensorListRef& tensors, int64_t& dim) 
   int64_t ref = -1;
   for (size_t i = 0; i < list.size() && ref < 0; ++i)
     if (!legacy_empty(list[i])) ref = static_cast<int64_t>(i);
-  if (ref < 0) {
-    dim = at::maybe_wrap_dim(dim, 1);
-    return {0};
-  }
+  if (ref < 0) return {0};  // only legacy empties: the CPU leaves dim unchecked
   const at::Tensor& first = list[ref];
   dim = at::maybe_wrap_dim(dim, first.dim());
   std::vector<int64_t> shape = first.sizes().vec();
@@ -59,6 +56,17 @@ std::vector<int64_t> cat_shape(const at::ITensorListRef& tensors, int64_t& dim) 
     shape[dim] += t.size(dim);
   }
   return shape;
+}
+
+// The memory format of cat's result: the parts' own where they all share it, else contiguous.
+c10::MemoryFormat cat_format(const at::ITensorListRef& tensors) {
+  std::optional<c10::MemoryFormat> format;
+  for (const at::Tensor& t : tensors) {
+    if (legacy_empty(t)) continue;
+    c10::MemoryFormat f = t.suggest_memory_format();
+    format = !format.has_value() || *format == f ? f : c10::MemoryFormat::Contiguous;
+  }
+  return format.value_or(c10::MemoryFormat::Contiguous);
 }
 
 void lower_cat(const at::ITensorListRef& tensors, int64_t dim, const at::Tensor& out) {
@@ -200,7 +208,10 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
               "the desired output type ", out.scalar_type());
   at::assert_no_internal_overlap(out);
   for (const at::Tensor& t : tensors) at::assert_no_overlap(out, t);
-  at::native::resize_output(out, shape);
+  // An out= of another shape is resized into the parts' common format, as a new result is.
+  if (at::native::resize_output(out, shape)) {
+    out.unsafeGetTensorImpl()->empty_tensor_restride(cat_format(tensors));
+  }
   lower_cat(tensors, dim, out);
   return out;
 }
@@ -208,15 +219,8 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
 at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   std::vector<int64_t> shape = cat_shape(tensors, dim);
   c10::ScalarType type = at::native::result_type(tensors);
-  std::optional<c10::MemoryFormat> format;
-  for (const at::Tensor& t : tensors) {
-    if (legacy_empty(t)) continue;
-    c10::MemoryFormat f = t.suggest_memory_format();
-    format = !format.has_value() || *format == f ? f : c10::MemoryFormat::Contiguous;
-  }
   const at::Tensor& first = *tensors.begin();
-  at::Tensor out = at::empty(shape, first.options().dtype(type).memory_format(
-                                        format.value_or(c10::MemoryFormat::Contiguous)));
+  at::Tensor out = at::empty(shape, first.options().dtype(type).memory_format(cat_format(tensors)));
   lower_cat(tensors, dim, out);
   return out;
 }
