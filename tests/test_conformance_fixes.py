@@ -419,3 +419,38 @@ def test_cat_of_legacy_empties_and_into_an_out_of_another_shape():
             actual = torch.cat([p.to(TPU) for p in parts], out=torch.empty(out_shape, device=TPU))
             assert actual.stride() == expected.stride()
             same(actual, expected)
+
+
+@pytest.mark.parametrize("mode, options", [("bilinear", {"align_corners": False}),
+                                           ("bilinear", {"align_corners": True}),
+                                           ("nearest", {})], ids=str)  # fmt: skip
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_uint8_images_resize_as_the_cpu(mode, options, channels_last):
+    """uint8 interpolation computed its weights in uint8 (values off by up to 245): now
+    within 1 of the CPU's fixed-point kernel, nearest exactly, in the input's layout."""
+    x = torch.randint(0, 256, (2, 3, 40, 40), dtype=torch.uint8)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    for size in [(32, 32), (77, 61)]:
+        expected = torch.nn.functional.interpolate(x, size=size, mode=mode, **options)
+        actual = torch.nn.functional.interpolate(x.to(TPU), size=size, mode=mode, **options)
+        assert actual.dtype == torch.uint8 and actual.stride() == expected.stride()
+        atol = 0 if mode == "nearest" else 1
+        torch.testing.assert_close(actual.cpu().int(), expected.int(), rtol=0, atol=atol)
+        floats = torch.nn.functional.interpolate(x.float().to(TPU), size=size, mode=mode, **options)
+        assert floats.stride() == expected.stride()
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.uint8], ids=str)
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x: torch.nn.functional.interpolate(x, size=(3, 3), mode="bilinear"),
+        lambda x: torch.nn.functional.interpolate(x, size=(3, 3), mode="nearest"),
+        lambda x: torch.nn.functional.adaptive_avg_pool2d(x, (2, 2)),
+    ],
+)
+def test_resampling_refuses_the_dtypes_the_cpu_refuses(op, dtype):
+    x = torch.ones(2, 3, 8, 8, dtype=dtype)
+    expected = error_of(lambda: op(x))
+    assert error_of(lambda: op(x.to(TPU))) == expected

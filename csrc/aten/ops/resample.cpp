@@ -134,26 +134,52 @@ std::pair<Value, Value> matrices(Builder& b, const Resampling& r, int64_t out_h,
   TORCH_INTERNAL_ASSERT(false);
 }
 
+// The dtypes the CPU's kernels take, with their words for the others: floating types, and
+// uint8 for upsampling (adaptive pooling takes no integers).
+void check_dtype(const at::Tensor& self, const Resampling& r) {
+  const c10::ScalarType type = self.scalar_type();
+  if (c10::isFloatingType(type)) return;
+  const char* kernel = r.kind == Kind::Adaptive  ? "adaptive_avg_pool2d"
+                       : r.kind == Kind::Nearest ? "upsample_nearest2d_channels_last"
+                                                 : "upsample_bilinear2d_channels_last";
+  TORCH_CHECK_NOT_IMPLEMENTED(r.kind != Kind::Adaptive && type == c10::kByte, "\"", kernel,
+                              "\" not implemented for '", c10::toString(type), "'");
+}
+
 at::Tensor forward(const char* name, const at::Tensor& self, int64_t out_h, int64_t out_w,
                    const Resampling& r) {
   TORCH_CHECK(self.dim() >= 3, name, ": expected a 3-d or 4-d input, got ", self.sizes());
+  check_dtype(self, r);
   std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - 2);
   shape.push_back(out_h);
   shape.push_back(out_w);
-  at::Tensor out = at::empty(shape, self.options());
-  c10::ScalarType accumulate = opmath_type(self.scalar_type());
+  // In the input's memory format, as the CPU lays its result out.
+  at::Tensor out = at::empty(shape, self.options().memory_format(self.suggest_memory_format()));
+  if (out.numel() == 0) return out;
+  // uint8 images interpolate in float32, rounded to the nearest integer and saturated, as
+  // the CPU's uint8 kernels are (within 1 of them: those use 16-bit fixed-point weights).
+  const bool bytes = self.scalar_type() == c10::kByte;
+  c10::ScalarType accumulate = bytes ? c10::kFloat : opmath_type(self.scalar_type());
   Program p(name);
   Builder& b = p.b();
   auto [rows, cols] =
       matrices(b, r, out_h, out_w, self.size(-2), self.size(-1), element_type(accumulate));
-  p.write(out, resample(b, p.read(self, accumulate), rows, cols));
+  Value result = resample(b, p.read(self, accumulate), rows, cols);
+  if (bytes) {
+    result = b.unary("round_nearest_even", result);
+    result = b.binary("maximum", result, splat(b, 0, ElementType::F32, result.dims()));
+    result = b.binary("minimum", result, splat(b, 255, ElementType::F32, result.dims()));
+  }
+  p.write(out, result);
   p.run();
   return out;
 }
 
 at::Tensor backward(const char* name, const at::Tensor& grad_output, c10::IntArrayRef input_size,
                     const Resampling& r) {
-  at::Tensor grad_input = at::empty(input_size, grad_output.options());
+  at::Tensor grad_input = at::empty(
+      input_size, grad_output.options().memory_format(grad_output.suggest_memory_format()));
+  if (grad_input.numel() == 0) return grad_input;
   c10::ScalarType accumulate = opmath_type(grad_output.scalar_type());
   int64_t in_h = input_size[input_size.size() - 2], in_w = input_size[input_size.size() - 1];
   Program p(name);
