@@ -98,7 +98,7 @@ class _DeviceProperties:
     """What ``torch.tpu.get_device_properties`` reports, as ``torch.cuda``'s does:
     ``name``, ``kind`` (the plugin's own word for the device), ``platform``,
     ``total_memory`` (the TORCH_TPU_HBM_BYTES cap, else the plugin's reported HBM, or the
-    host's physical memory on the CPU platform: ``mem_get_info``'s total) and
+    half the host's physical memory on the CPU platform: ``mem_get_info``'s total) and
     ``peak_flops`` (dense matmul FLOP/s: the chip's table value, measured on the CPU)."""
 
     def __init__(self, index: int):
@@ -249,7 +249,7 @@ def _set_chip_capacities() -> None:
     capacity (the runtime falls back to the host's memory, right only for the CPU platform)."""
     for index in range(_C._device_count()):
         stats = _C._memory_stats(index)
-        if stats["limit_source"] != "the host's physical memory":
+        if stats["limit_source"] != "half the host's physical memory":
             continue
         name = get_device_name(index)
         chip = _peak_flops.capacity_bytes(name, 0)
@@ -259,9 +259,9 @@ def _set_chip_capacities() -> None:
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:
     """(free, total) bytes of a device. total is its capacity: the TORCH_TPU_HBM_BYTES cap if
-    set, else what the PJRT plugin reports (the chip's HBM), else, on the CPU platform, the
-    host's physical memory. free is total minus what tensors hold; allocations beyond it raise
-    torch.OutOfMemoryError."""
+    set, else what the PJRT plugin reports (the chip's HBM), else, on the CPU platform, half
+    the host's physical memory. free is total minus what tensors hold; allocations beyond it
+    raise torch.OutOfMemoryError."""
     stats = _C._memory_stats(_index(device))
     total = stats["limit_bytes"]
     return max(total - stats["allocated_bytes.all.current"], 0), total

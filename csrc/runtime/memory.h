@@ -2,7 +2,7 @@
 // Per-device accounting of the bytes held by live storages against the device's
 // capacity, so that an allocation beyond it fails at the call that allocates, as it
 // would on a chip. The capacity is the plugin's reported limit (or, where a plugin
-// reports none, such as the CPU plugin, the host's physical memory); TORCH_TPU_HBM_BYTES
+// reports none, such as the CPU plugin, half the host's physical memory); TORCH_TPU_HBM_BYTES
 // replaces it on every device.
 #include <cstdint>
 #include <mutex>

@@ -44,8 +44,11 @@ Runtime::Runtime(std::shared_ptr<pjrt::Plugin> plugin,
     if (std::optional<int64_t> limit = client_->memory_limit(i)) {
       memory().set_capacity(i, *limit, "reported by the PJRT plugin");
     } else {
-      // The CPU plugin's devices allocate from the host, and report no limit.
-      memory().set_capacity(i, host_physical_memory(), "the host's physical memory");
+      // The CPU plugin's devices allocate from the host, and report no limit. Half of it:
+      // XLA:CPU's temporaries (not counted here) and the process itself need the rest, and
+      // a tensor past that raises OutOfMemoryError where all of it would have the kernel
+      // kill the process.
+      memory().set_capacity(i, host_physical_memory() / 2, "half the host's physical memory");
     }
   }
 }
