@@ -454,3 +454,39 @@ def test_resampling_refuses_the_dtypes_the_cpu_refuses(op, dtype):
     x = torch.ones(2, 3, 8, 8, dtype=dtype)
     expected = error_of(lambda: op(x))
     assert error_of(lambda: op(x.to(TPU))) == expected
+
+
+def _with_bits(t, conj, neg):
+    if conj:
+        t = t.conj()
+    if neg:
+        t = t._neg_view()
+    return t
+
+
+@pytest.mark.parametrize("src_bits", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dst_bits", [(False, False), (True, False), (False, True)])
+def test_copies_resolve_conjugate_and_negative_views(src_bits, dst_bits):
+    """x.conj() and x._neg_view() are bits on the tensor, resolved by copy_ (and so by every
+    op, through PyTorch's fallbacks): tpu to tpu, from and to the CPU. They were ignored:
+    x.conj() read back unconjugated, and complex gradients of asin, acos, atan were wrong."""
+    values = torch.tensor([1 + 2j, 3 - 4j, -0.5 + 0j])
+    src_cpu = _with_bits(values.clone(), *src_bits)
+    src_tpu = _with_bits(values.to(TPU), *src_bits)
+    expected = src_cpu.resolve_conj().resolve_neg()
+    same(src_tpu, expected)  # tpu -> CPU
+    for src in (src_tpu, src_cpu):  # tpu -> tpu, CPU -> tpu
+        dst = _with_bits(torch.zeros(3, dtype=values.dtype, device=TPU), *dst_bits)
+        dst.copy_(src)
+        assert (dst.is_conj(), dst.is_neg()) == dst_bits
+        same(dst, expected)
+
+
+@pytest.mark.parametrize("fn", [torch.asin, torch.acos, torch.atan, torch.sqrt, torch.log])
+def test_complex_gradients_are_the_cpus(fn):
+    x = torch.randn(6, dtype=torch.complex128, requires_grad=True)
+    x_tpu = x.detach().to(TPU).requires_grad_()
+    grad = torch.randn(6, dtype=torch.complex128)
+    (expected,) = torch.autograd.grad(fn(x), x, grad)
+    (actual,) = torch.autograd.grad(fn(x_tpu), x_tpu, grad.to(TPU))
+    torch.testing.assert_close(actual.cpu(), expected)

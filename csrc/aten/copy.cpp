@@ -123,6 +123,43 @@ void download_into_asynchronously(const at::Tensor& dst, const at::Tensor& src) 
 // copy_ without the out-of-memory translation.
 static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool non_blocking);
 
+namespace {
+
+// PyTorch's lazy views x.conj() and x._neg_view() keep a bit on the tensor, not in its data
+// (every other op resolves them through copy_): a copy between tensors whose bits differ
+// conjugates or negates the data, as the CPU's copy_ does.
+bool bits_differ(const at::Tensor& self, const at::Tensor& src) {
+  return self.is_conj() != src.is_conj() || self.is_neg() != src.is_neg();
+}
+
+hlo::Value with_bits_resolved(Program& p, hlo::Value v, const at::Tensor& self,
+                              const at::Tensor& src) {
+  hlo::Builder& b = p.b();
+  if (self.is_conj() != src.is_conj() && hlo::is_complex(v.element())) {
+    v = b.make_complex(b.complex_parts(v, false), b.unary("negate", b.complex_parts(v, true)));
+  }
+  if (self.is_neg() != src.is_neg()) v = b.unary("negate", v);
+  return v;
+}
+
+// A CPU tensor holding `self`'s data for the logical values of CPU tensor `src`: with the
+// bits resolved, then conjugated or negated again where `self` carries a bit.
+at::Tensor data_for(const at::Tensor& self, const at::Tensor& src) {
+  at::Tensor values = src.resolve_conj().resolve_neg();
+  if (self.is_conj()) values = values.conj_physical();
+  if (self.is_neg()) values = values.neg();
+  return values;
+}
+
+// `host`, raw data read back from tpu tensor `src`, seen with src's bits.
+at::Tensor with_bits_of(at::Tensor host, const at::Tensor& src) {
+  if (src.is_conj()) host = host.conj();
+  if (src.is_neg()) host = host._neg_view();
+  return host;
+}
+
+}  // namespace
+
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   c10::DeviceIndex device = is_tpu(self) ? self.device().index() : src.device().index();
   return translating_out_of_memory(
@@ -137,13 +174,19 @@ static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool non_bl
   if (is_tpu(self) && is_tpu(src)) {
     if (self.device() == src.device()) {
       at::assert_no_partial_overlap(self, src);
+      if (bits_differ(self, src)) {
+        Program p("aten::copy_(resolving conj/neg)");
+        p.write(self, with_bits_resolved(p, p.read(src), self, src));
+        p.run();
+        return self;
+      }
       PreparedCall call("aten::copy_", {&src, &self}, {});
       if (call.run()) return self;
       Program p("aten::copy_", &call);
       p.write(self, p.read(src));
       p.run();
     } else {
-      self.copy_(download(src));  // across devices, through the host
+      self.copy_(with_bits_of(download(src), src));  // across devices, through the host
     }
     return self;
   }
@@ -151,6 +194,15 @@ static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool non_bl
     TORCH_CHECK(src.is_cpu(), "copying from ", src.device(), " to ", self.device(),
                 " is not supported: copy to the CPU first");
     if (src.is_pinned()) wait_for_copies_touching(src);
+    if (bits_differ(self, src) || src.is_conj() || src.is_neg()) {
+      at::Tensor data = data_for(self, src);
+      // self's raw data, written without its bits (each view undone by the same view again).
+      at::Tensor raw = self;
+      if (self.is_conj()) raw = raw.conj();
+      if (self.is_neg()) raw = raw._neg_view();
+      copy_now(raw, data, false);
+      return self;
+    }
     if (non_blocking && may_copy_asynchronously(src, self) &&
         is_whole_storage(self, *device_storage(self.storage()))) {
       c10::DeviceGuard guard(self.device());
@@ -173,6 +225,10 @@ static at::Tensor& copy_now(at::Tensor& self, const at::Tensor& src, bool non_bl
   TORCH_CHECK(self.is_cpu(), "copying from tpu to ", self.device(),
               " is not supported: copy to the CPU first");
   if (self.is_pinned()) wait_for_copies_touching(self);
+  if (src.is_conj() || src.is_neg()) {
+    self.copy_(with_bits_of(download(src), src));
+    return self;
+  }
   if (non_blocking && may_copy_asynchronously(self, src)) {
     c10::DeviceGuard guard(src.device());
     download_into_asynchronously(self, src);
