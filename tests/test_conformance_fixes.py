@@ -490,3 +490,36 @@ def test_complex_gradients_are_the_cpus(fn):
     (expected,) = torch.autograd.grad(fn(x), x, grad)
     (actual,) = torch.autograd.grad(fn(x_tpu), x_tpu, grad.to(TPU))
     torch.testing.assert_close(actual.cpu(), expected)
+
+
+COMPLEX_REFUSED = {
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "trunc": torch.trunc,
+    "round": torch.round,
+    "erf": torch.erf,  # aborted the process in XLA's compiler
+    "erfc": torch.erfc,
+    "sign": torch.sign,
+    "maximum": lambda z: torch.maximum(z, z),
+    "fmin": lambda z: torch.fmin(z, z),
+    "clamp": lambda z: torch.clamp(z, 0, 1),
+    "clamp_min": lambda z: torch.clamp_min(z, 0),
+}
+
+
+@pytest.mark.parametrize("op", COMPLEX_REFUSED, ids=str)
+def test_complex_inputs_the_cpu_refuses_raise_its_error(op):
+    """They failed to compile, ran (maximum, sign compared or signed lexicographically) or,
+    for erf, aborted the process."""
+    z = torch.randn(4, dtype=torch.complex64)
+    expected = error_of(lambda: COMPLEX_REFUSED[op](z))
+    assert expected is not None
+    assert error_of(lambda: COMPLEX_REFUSED[op](z.to(TPU))) == expected
+
+
+@pytest.mark.parametrize("op", [torch.exp2, torch.sinc, torch.asinh, torch.acosh, torch.atanh])
+def test_complex_functions_xla_has_no_complex_form_of(op):
+    z = torch.complex(torch.randn(64, dtype=torch.float64) * 4, torch.randn(64, dtype=torch.float64))
+    z[0] = 0
+    z[1] = -3.5  # asinh of a negative real part: no cancellation
+    torch.testing.assert_close(op(z.to(TPU)).cpu(), op(z))

@@ -8,6 +8,7 @@
 #include <ATen/ops/empty.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "aten/dtype.h"
 #include "aten/ops/all.h"
@@ -105,6 +106,17 @@ Types types_for(BinaryKind kind, c10::ScalarType common, const char* name) {
       return {common, common};
   }
   return {common, common};
+}
+
+// Complex numbers have no order: the CPU refuses maximum, minimum, fmax and fmin of them
+// (XLA would compare them lexicographically).
+void check_ordered(BinaryLowering lowering, c10::ScalarType compute) {
+  if (!c10::isComplexType(compute)) return;
+  for (auto [ordering, name] :
+       {std::pair{&binary::maximum, "maximum"}, std::pair{&binary::minimum, "minimum"},
+        std::pair{&binary::fmax, "fmax"}, std::pair{&binary::fmin, "fmin"}}) {
+    TORCH_CHECK(lowering != ordering, name, " not implemented for complex tensors.");
+  }
 }
 
 c10::ScalarType common_type(const BinaryOperand& self, const BinaryOperand& other) {
@@ -230,6 +242,7 @@ void run(const char* name, BinaryLowering lowering, c10::ScalarType compute,
 at::Tensor binary_functional(const char* name, BinaryLowering lowering, BinaryKind kind,
                              const BinaryOperand& self, const BinaryOperand& other) {
   Types t = types_for(kind, common_type(self, other), name);
+  check_ordered(lowering, t.compute);
   const at::Tensor& device = device_tensor(self, other);
   at::Tensor out = new_empty(shape_of(self, other), device.options().dtype(t.result));
   run(name, lowering, t.compute, self, other, out);
@@ -240,6 +253,7 @@ at::Tensor& binary_in_place(const char* name, BinaryLowering lowering, BinaryKin
                             at::Tensor& self, const BinaryOperand& other) {
   BinaryOperand lhs{&self, nullptr};
   Types t = types_for(kind, common_type(lhs, other), name);
+  check_ordered(lowering, t.compute);
   TORCH_CHECK(at::canCast(t.result, self.scalar_type()), "result type ", t.result,
               " can't be cast to the desired output type ", self.scalar_type());
   std::vector<int64_t> shape = shape_of(lhs, other);
@@ -253,6 +267,7 @@ at::Tensor& binary_in_place(const char* name, BinaryLowering lowering, BinaryKin
 at::Tensor& binary_out(const char* name, BinaryLowering lowering, BinaryKind kind,
                        const BinaryOperand& self, const BinaryOperand& other, at::Tensor& out) {
   Types t = types_for(kind, common_type(self, other), name);
+  check_ordered(lowering, t.compute);
   TORCH_CHECK(at::canCast(t.result, out.scalar_type()), "result type ", t.result,
               " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, shape_of(self, other));

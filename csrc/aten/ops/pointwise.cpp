@@ -184,6 +184,14 @@ void check_clamp(const Arg& min, const Arg& max) {
               "torch.clamp: At least one of 'min' or 'max' must not be None");
 }
 
+// The promoted dtype of a clamp; complex numbers have no order to clamp by.
+c10::ScalarType clamp_type(const std::vector<Arg>& args) {
+  c10::ScalarType type = promote(args);
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(type),
+                              "clamp is not supported for complex types");
+  return type;
+}
+
 // ---- lerp ----
 Math lerp_math() {
   return [](Builder& b, const std::vector<Value>& v) { return lerp(b, v[0], v[1], v[2]); };
@@ -284,7 +292,7 @@ at::Tensor clamp(const at::Tensor& self, const std::optional<c10::Scalar>& min,
                  const std::optional<c10::Scalar>& max) {
   std::vector<Arg> args{T(self), S(min), S(max)};
   check_clamp(args[1], args[2]);
-  c10::ScalarType type = promote(args);
+  c10::ScalarType type = clamp_type(args);
   return run_functional("aten::clamp", args, type, type,
                         clamp_math(min.has_value(), max.has_value()));
 }
@@ -292,7 +300,7 @@ at::Tensor& clamp_out(const at::Tensor& self, const std::optional<c10::Scalar>& 
                       const std::optional<c10::Scalar>& max, at::Tensor& out) {
   std::vector<Arg> args{T(self), S(min), S(max)};
   check_clamp(args[1], args[2]);
-  c10::ScalarType type = promote(args);
+  c10::ScalarType type = clamp_type(args);
   return run_out("aten::clamp.out", args, type, type, clamp_math(min.has_value(), max.has_value()),
                  out);
 }
@@ -300,7 +308,7 @@ at::Tensor& clamp_(at::Tensor& self, const std::optional<c10::Scalar>& min,
                    const std::optional<c10::Scalar>& max) {
   std::vector<Arg> args{T(self), S(min), S(max)};
   check_clamp(args[1], args[2]);
-  c10::ScalarType type = promote(args);
+  c10::ScalarType type = clamp_type(args);
   return run_in_place("aten::clamp_", self, args, type, type,
                       clamp_math(min.has_value(), max.has_value()));
 }
@@ -308,7 +316,7 @@ at::Tensor clamp_tensor(const at::Tensor& self, const std::optional<at::Tensor>&
                         const std::optional<at::Tensor>& max) {
   std::vector<Arg> args{T(self), OT(min), OT(max)};
   check_clamp(args[1], args[2]);
-  c10::ScalarType type = promote(args);
+  c10::ScalarType type = clamp_type(args);
   return run_functional("aten::clamp.Tensor", args, type, type,
                         clamp_math(args[1].present(), args[2].present()));
 }
@@ -316,7 +324,7 @@ at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Ten
                              const std::optional<at::Tensor>& max, at::Tensor& out) {
   std::vector<Arg> args{T(self), OT(min), OT(max)};
   check_clamp(args[1], args[2]);
-  c10::ScalarType type = promote(args);
+  c10::ScalarType type = clamp_type(args);
   return run_out("aten::clamp.Tensor_out", args, type, type,
                  clamp_math(args[1].present(), args[2].present()), out);
 }
@@ -324,7 +332,7 @@ at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min
                           const std::optional<at::Tensor>& max) {
   std::vector<Arg> args{T(self), OT(min), OT(max)};
   check_clamp(args[1], args[2]);
-  c10::ScalarType type = promote(args);
+  c10::ScalarType type = clamp_type(args);
   return run_in_place("aten::clamp_.Tensor", self, args, type, type,
                       clamp_math(args[1].present(), args[2].present()));
 }
@@ -332,17 +340,17 @@ at::Tensor& clamp_tensor_(at::Tensor& self, const std::optional<at::Tensor>& min
 #define TPU_CLAMP_SIDE(fn, aten, has_min, has_max, ARG, ArgType)                                  \
   at::Tensor fn(const at::Tensor& self, ArgType bound) {                                          \
     std::vector<Arg> args{T(self), has_min ? ARG(bound) : Arg{}, has_max ? ARG(bound) : Arg{}};   \
-    c10::ScalarType type = promote(args);                                                         \
+    c10::ScalarType type = clamp_type(args);                                                      \
     return run_functional("aten::" aten, args, type, type, clamp_math(has_min, has_max));         \
   }                                                                                               \
   at::Tensor& fn##_out(const at::Tensor& self, ArgType bound, at::Tensor& out) {                  \
     std::vector<Arg> args{T(self), has_min ? ARG(bound) : Arg{}, has_max ? ARG(bound) : Arg{}};   \
-    c10::ScalarType type = promote(args);                                                         \
+    c10::ScalarType type = clamp_type(args);                                                      \
     return run_out("aten::" aten "_out", args, type, type, clamp_math(has_min, has_max), out);    \
   }                                                                                               \
   at::Tensor& fn##_(at::Tensor& self, ArgType bound) {                                            \
     std::vector<Arg> args{T(self), has_min ? ARG(bound) : Arg{}, has_max ? ARG(bound) : Arg{}};   \
-    c10::ScalarType type = promote(args);                                                         \
+    c10::ScalarType type = clamp_type(args);                                                      \
     return run_in_place("aten::" aten "_", self, args, type, type, clamp_math(has_min, has_max)); \
   }
 TPU_CLAMP_SIDE(clamp_min, "clamp_min", true, false, S, const c10::Scalar&)

@@ -1,12 +1,22 @@
 // Unary elementwise math. Each op is one lowering function; the functional,
 // in-place and out= kernels are generated from it (see TPU_UNARY_OPS in ops.h).
 #include <ATen/MemoryOverlap.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/log.h>
+#include <ATen/ops/log1p.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/real.h>
+#include <ATen/ops/sin.h>
+#include <ATen/ops/sqrt.h>
+#include <ATen/ops/where.h>
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "aten/dtype.h"
 #include "aten/ops/all.h"
@@ -189,14 +199,61 @@ c10::ScalarType unary_result_type(const at::Tensor& self, bool float_op, UnaryLo
   return self.scalar_type();
 }
 
-at::Tensor like(const at::Tensor& self, c10::ScalarType type) {
-  return new_empty_like(self, type);
+at::Tensor like(const at::Tensor& self, c10::ScalarType type) { return new_empty_like(self, type); }
+
+}  // namespace
+
+namespace {
+
+// Complex inputs: the ops the CPU refuses raise its error (XLA fails to compile them, and
+// aborts the process on a complex erf), and exp2, sinc and the inverse hyperbolic
+// functions, which XLA has no complex form of, are composed of complex ops it has.
+// Returns whether `out` holds the result.
+bool complex_composite(UnaryLowering lowering, const at::Tensor& self, const at::Tensor& out) {
+  if (!self.is_complex()) return false;
+  const char* type = c10::toString(self.scalar_type());
+  for (auto [refused, what] : {std::pair{&unary::floor, "floor"}, std::pair{&unary::ceil, "ceil"},
+                               std::pair{&unary::trunc, "trunc"}}) {
+    TORCH_CHECK_NOT_IMPLEMENTED(lowering != refused, what, " is not supported for complex inputs");
+  }
+  for (auto [refused, kernel] :
+       {std::pair{&unary::round, "round_vml_cpu"}, std::pair{&unary::erf, "erf_vml_cpu"},
+        std::pair{&unary::erfc, "erfc_vml_cpu"}}) {
+    TORCH_CHECK_NOT_IMPLEMENTED(lowering != refused, "\"", kernel, "\" not implemented for '", type,
+                                "'");
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(lowering != &unary::sign,
+                              "Unlike NumPy, torch.sign is not intended to support complex "
+                              "numbers. Please use torch.sgn instead.");
+  const at::Tensor& z = self;
+  at::Tensor result;
+  if (lowering == &unary::exp2) {
+    result = at::exp(z * std::log(2.0));
+  } else if (lowering == &unary::sinc) {
+    at::Tensor pi_z = z * M_PI;
+    result = at::where(z == 0, at::ones_like(z), at::sin(pi_z) / pi_z);
+  } else if (lowering == &unary::asinh) {
+    // log(w + sqrt(w^2 + 1)) on the half plane Re(w) >= 0, where nothing cancels; odd.
+    at::Tensor flip = at::real(z) < 0;
+    at::Tensor w = at::where(flip, -z, z);
+    at::Tensor r = at::log(w + at::sqrt(w * w + 1));
+    result = at::where(flip, -r, r);
+  } else if (lowering == &unary::acosh) {
+    result = at::log(z + at::sqrt(z + 1) * at::sqrt(z - 1));
+  } else if (lowering == &unary::atanh) {
+    result = (at::log1p(z) - at::log1p(-z)) * 0.5;
+  } else {
+    return false;
+  }
+  out.copy_(result);
+  return true;
 }
 
 }  // namespace
 
 void lower_unary(const char* name, UnaryLowering lowering, bool float_op, const at::Tensor& self,
                  const at::Tensor& out) {
+  if (complex_composite(lowering, self, out)) return;
   c10::ScalarType compute = unary_result_type(self, float_op, lowering);
   if (c10::isComplexType(self.scalar_type())) compute = self.scalar_type();
   // Half-precision math runs in float32 and rounds once, as PyTorch's CPU kernels do.
