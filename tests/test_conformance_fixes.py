@@ -482,7 +482,9 @@ def test_copies_resolve_conjugate_and_negative_views(src_bits, dst_bits):
         same(dst, expected)
 
 
-@pytest.mark.parametrize("fn", [torch.asin, torch.acos, torch.atan, torch.sqrt, torch.log])
+@pytest.mark.parametrize(
+    "fn", [torch.asin, torch.acos, torch.atan, torch.sqrt, torch.log, torch.tanh, torch.sigmoid]
+)
 def test_complex_gradients_are_the_cpus(fn):
     x = torch.randn(6, dtype=torch.complex128, requires_grad=True)
     x_tpu = x.detach().to(TPU).requires_grad_()

@@ -5,6 +5,8 @@
 #include <ATen/native/Activation.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/rsub.h>
 
 #include <cmath>
 #include <functional>
@@ -374,7 +376,12 @@ at::Tensor hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& self) 
                   });
 }
 
+// Complex gradients (the conjugate of the derivative, as PyTorch's complex autograd takes
+// it) are composed of complex ops.
 at::Tensor sigmoid_backward(const at::Tensor& grad, const at::Tensor& output) {
+  if (grad.is_complex() || output.is_complex()) {
+    return at::mul(grad, at::mul(output, at::rsub(output, 1)).conj());
+  }
   return backward("aten::sigmoid_backward", grad, output, {},
                   [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
                     const Value &g = in[0], &y = in[1];
@@ -383,6 +390,9 @@ at::Tensor sigmoid_backward(const at::Tensor& grad, const at::Tensor& output) {
 }
 
 at::Tensor tanh_backward(const at::Tensor& grad, const at::Tensor& output) {
+  if (grad.is_complex() || output.is_complex()) {
+    return at::mul(grad, at::rsub(at::mul(output, output), 1).conj());
+  }
   return backward("aten::tanh_backward", grad, output, {},
                   [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
                     const Value &g = in[0], &y = in[1];
