@@ -525,3 +525,13 @@ def test_complex_functions_xla_has_no_complex_form_of(op):
     z[0] = 0
     z[1] = -3.5  # asinh of a negative real part: no cancellation
     torch.testing.assert_close(op(z.to(TPU)).cpu(), op(z))
+
+
+def test_xlogy_with_a_number_and_out():
+    """xlogy(number, tensor, out=) reached the tpu kernel with a Python float."""
+    y = torch.tensor([1, 2, 0], dtype=torch.int8)
+    expected = torch.xlogy(3.14, y)
+    out = torch.empty_like(expected, device=TPU)
+    torch.xlogy(3.14, y.to(TPU), out=out)
+    same(out, expected)
+    same(torch.xlogy(y.to(TPU), 2.5), torch.xlogy(y, 2.5))

@@ -51,7 +51,9 @@ def xlogy(self, other):
     dtype = torch.result_type(self, other)
     if not (dtype.is_floating_point or dtype.is_complex):
         dtype = torch.get_default_dtype()
-    x, y = self.to(dtype), other.to(dtype)
+    device = (other if isinstance(other, torch.Tensor) else self).device
+    # A Python number on either side (xlogy.Scalar_Self / OutScalar_Self reach here with one).
+    x, y = (torch.as_tensor(v, device=device).to(dtype) for v in (self, other))
     result = torch.where(x == 0, torch.zeros((), dtype=dtype, device=x.device), x * torch.log(y))
     return torch.where(torch.isnan(y), y, result)
 
