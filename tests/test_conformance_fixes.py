@@ -521,7 +521,9 @@ def test_complex_inputs_the_cpu_refuses_raise_its_error(op):
 
 @pytest.mark.parametrize("op", [torch.exp2, torch.sinc, torch.asinh, torch.acosh, torch.atanh])
 def test_complex_functions_xla_has_no_complex_form_of(op):
-    z = torch.complex(torch.randn(64, dtype=torch.float64) * 4, torch.randn(64, dtype=torch.float64))
+    z = torch.complex(
+        torch.randn(64, dtype=torch.float64) * 4, torch.randn(64, dtype=torch.float64)
+    )
     z[0] = 0
     z[1] = -3.5  # asinh of a negative real part: no cancellation
     torch.testing.assert_close(op(z.to(TPU)).cpu(), op(z))
@@ -535,3 +537,23 @@ def test_xlogy_with_a_number_and_out():
     torch.xlogy(3.14, y.to(TPU), out=out)
     same(out, expected)
     same(torch.xlogy(y.to(TPU), 2.5), torch.xlogy(y, 2.5))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d: torch.nn.functional.nll_loss(
+            torch.randn(10, 3, device=d),
+            torch.zeros(10, dtype=torch.long, device=d),
+            weight=torch.ones(1, 3, device=d),
+        ),  # fmt: skip
+        lambda d: torch.nn.ReplicationPad3d(2)(torch.randn(3, 0, 10, 10, 10, device=d)),
+        lambda d: torch.nn.ReflectionPad3d(1)(torch.randn(0, 10, 10, 10, device=d)),
+    ],
+)
+def test_shape_errors_the_cpu_raises(call):
+    """A 2-d class weight of the right size, and 3-d padding of an empty non-batch dimension,
+    were accepted."""
+    expected = error_of(lambda: call("cpu"))
+    assert expected is not None
+    assert error_of(lambda: call(TPU)) == expected

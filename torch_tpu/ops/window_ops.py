@@ -127,9 +127,7 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
         index, valid = index.to(x.device), valid.to(x.device)
         if best is None:
             best = torch.where(valid, value, torch.full_like(value, lowest))
-            best_index = torch.where(valid, index, torch.full_like(index, -1)).expand(
-                value.shape
-            )
+            best_index = torch.where(valid, index, torch.full_like(index, -1)).expand(value.shape)
             continue
         better = valid & ((value > best) | torch.isnan(value) | (best_index < 0))
         better = better & ~torch.isnan(best)  # the first NaN of a window stays
@@ -395,7 +393,13 @@ def adaptive_avg_pool3d_backward_out(grad_output, self, *, grad_input):
 def _pad_positions(self, padding, reflect: bool):
     if len(padding) != 6:
         raise RuntimeError(f"padding size is expected to be 6, but got: {len(padding)}")
-    if self.dim() not in (4, 5):
+    # The CPU's check: 4-d or 5-d, with only the batch dimension allowed to be empty.
+    spatial_ok = self.dim() in (4, 5) and all(n != 0 for n in self.shape[-4:][1:])
+    if (
+        not spatial_ok
+        or (self.dim() == 4 and self.size(0) == 0)
+        or (self.dim() == 5 and self.size(1) == 0)
+    ):
         raise RuntimeError(
             f"Expected 4D or 5D (batch mode) tensor with possibly 0 batch size and other "
             f"non-zero dimensions for input, but got: {list(self.shape)}"

@@ -76,7 +76,7 @@ void check_inputs(const at::Tensor& self, const at::Tensor& target,
                               "\"nll_loss\" not implemented for '",
                               c10::toString(self.scalar_type()), "'");
   const int64_t classes = self.dim() == 1 ? self.size(0) : self.size(1);
-  TORCH_CHECK(!defined(weight) || weight->numel() == classes,
+  TORCH_CHECK(!defined(weight) || (weight->dim() == 1 && weight->numel() == classes),
               "weight tensor should be defined either for all ", classes,
               " classes or no classes but got weight tensor of shape: ", weight->sizes());
 }
