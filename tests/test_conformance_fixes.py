@@ -557,3 +557,46 @@ def test_shape_errors_the_cpu_raises(call):
     expected = error_of(lambda: call("cpu"))
     assert expected is not None
     assert error_of(lambda: call(TPU)) == expected
+
+
+POOLS_3D_AND_ADAPTIVE = {
+    "adaptive_max_pool2d": lambda x: torch.nn.functional.adaptive_max_pool2d(
+        x[:, :, 0], (3, 4), return_indices=True
+    ),  # fmt: skip
+    "adaptive_max_pool3d": lambda x: torch.nn.functional.adaptive_max_pool3d(x, (2, 3, 4)),
+    "adaptive_avg_pool3d": lambda x: torch.nn.functional.adaptive_avg_pool3d(x, (2, 3, 4)),
+    "max_pool3d": lambda x: torch.nn.functional.max_pool3d(x, 2, return_indices=True),
+    "avg_pool3d": lambda x: torch.nn.functional.avg_pool3d(x, 2),
+}
+
+
+@pytest.mark.parametrize("pool", POOLS_3D_AND_ADAPTIVE, ids=str)
+@pytest.mark.parametrize("batch", [2, 0])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_3d_and_adaptive_pooling_layouts_and_empty_batches(pool, batch, channels_last):
+    """Results laid out as the CPU's (channels_last for 2-d adaptive and 3-d max pooling,
+    contiguous otherwise), and an empty batch (its reshape had a -1 to infer from nothing)."""
+    x = torch.randn(batch, 4, 3, 5, 7)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last_3d)
+    expected = POOLS_3D_AND_ADAPTIVE[pool](x)
+    actual = POOLS_3D_AND_ADAPTIVE[pool](x.to(TPU))
+    for e, a in zip(*(r if isinstance(r, tuple) else (r,) for r in (expected, actual))):
+        assert a.stride() == e.stride()
+        same(a, e)
+
+
+@pytest.mark.parametrize(
+    "pool",
+    [
+        lambda x: torch.nn.functional.adaptive_max_pool2d(x, (2, 2)),
+        lambda x: torch.nn.functional.adaptive_max_pool3d(x.unsqueeze(2), (1, 2, 2)),
+        lambda x: torch.nn.functional.adaptive_avg_pool3d(x.unsqueeze(2), (1, 2, 2)),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.uint8], ids=str)
+def test_adaptive_pooling_refuses_integers_as_the_cpu(pool, dtype):
+    x = torch.ones(2, 3, 8, 8, dtype=dtype)
+    expected = error_of(lambda: pool(x))
+    assert expected is not None
+    assert error_of(lambda: pool(x.to(TPU))) == expected

@@ -17,6 +17,7 @@ import math
 import torch
 
 from torch_tpu.ops.composite_ops import _into
+from torch_tpu.ops.composite_ops import _name as _aten_name
 
 _library = torch.library.Library("aten", "IMPL")
 
@@ -32,6 +33,12 @@ def _triple(values, name: str, default=None) -> list[int]:
     if len(values) != 3:
         raise RuntimeError(f"{name} must either be a single int, or a tuple of three ints")
     return values
+
+
+def _check_floating(self, kernel: str) -> None:
+    """The CPU's refusal of integer inputs, in its words."""
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_aten_name(self.dtype)}\'')
 
 
 def _batched(self, spatial: int, name: str):
@@ -133,10 +140,14 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
         better = better & ~torch.isnan(best)  # the first NaN of a window stays
         best = torch.where(better, value, best)
         best_index = torch.where(better, index, best_index)
-    best_index = best_index.contiguous()
+    # In the input's memory format, as the CPU lays its results out (channels_last_3d stays).
+    layout = torch.contiguous_format
+    if not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last_3d):
+        layout = torch.channels_last_3d
+    best_index = best_index.contiguous(memory_format=layout)
     if unbatched:
         return best.squeeze(0), best_index.squeeze(0)
-    return best.contiguous(), best_index
+    return best.contiguous(memory_format=layout), best_index
 
 
 def max_pool3d_with_indices_out(self, kernel_size, stride=(), padding=0, dilation=1,
@@ -230,6 +241,7 @@ def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
         result = total / divisor.to(device=x.device, dtype=x.dtype)
     else:  # the CPU kernel divides integers, truncating
         result = torch.div(total, divisor.to(device=x.device, dtype=x.dtype), rounding_mode="trunc")
+    result = result.contiguous()  # the CPU's layout, whatever the input's
     return result.squeeze(0) if unbatched else result
 
 
@@ -281,6 +293,7 @@ def _adaptive_windows(size: int, out: int) -> tuple[list[list[int]], int]:
 
 def _adaptive_max(self, output_size, spatial: int, name: str):
     x, unbatched = _batched(self, spatial, name)
+    _check_floating(self, name if spatial == 2 else f"{name}_cpu")
     if len(output_size) != spatial:
         raise RuntimeError(f"{name}: internal error: output_size.size() must be {spatial}")
     for d in range(2, x.dim()):
@@ -302,7 +315,8 @@ def _adaptive_max(self, output_size, spatial: int, name: str):
         shape += [o, width]
     gathered = gathered.reshape(shape)
     order = [0, 1] + [2 + 2 * i for i in range(spatial)] + [3 + 2 * i for i in range(spatial)]
-    gathered = gathered.permute(order).reshape(*shape[:2], *output_size, -1)
+    widths = math.prod(width for _, width in windows)  # not -1: an empty batch has no size
+    gathered = gathered.permute(order).reshape(*shape[:2], *output_size, widths)
     values, which = gathered.max(-1)
     # which window element won -> its flat index in the input
     strides = [math.prod(sizes[d + 1 :]) for d in range(spatial)]
@@ -314,6 +328,11 @@ def _adaptive_max(self, output_size, spatial: int, name: str):
         )
     table = table.to(x.device).expand(*shape[:2], *table.shape)
     indices = table.gather(-1, which.unsqueeze(-1)).squeeze(-1)
+    # In the input's memory format, as the CPU lays its results out.
+    layout = torch.channels_last  # the CPU's 3-d results are contiguous
+    if spatial == 2 and not x.is_contiguous() and x.is_contiguous(memory_format=layout):
+        values = values.contiguous(memory_format=layout)
+        indices = indices.contiguous(memory_format=layout)
     if unbatched:
         return values.squeeze(0), indices.squeeze(0)
     return values, indices
@@ -364,9 +383,10 @@ def _averaging_matrix(size: int, out: int, dtype, device) -> torch.Tensor:
 
 def adaptive_avg_pool3d(self, output_size):
     x, unbatched = _batched(self, 3, "adaptive_avg_pool3d")
+    _check_floating(self, "adaptive_avg_pool3d_cpu")
     a, b, c = (_averaging_matrix(n, o, x.dtype, x.device)
                for n, o in zip(x.shape[2:], output_size))  # fmt: skip
-    result = torch.einsum("ncdhw,Dd,Hh,Ww->ncDHW", x, a, b, c)
+    result = torch.einsum("ncdhw,Dd,Hh,Ww->ncDHW", x, a, b, c).contiguous()
     return result.squeeze(0) if unbatched else result
 
 
