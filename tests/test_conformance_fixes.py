@@ -583,7 +583,7 @@ def test_3d_and_adaptive_pooling_layouts_and_empty_batches(pool, batch, channels
     actual = POOLS_3D_AND_ADAPTIVE[pool](x.to(TPU))
     for e, a in zip(*(r if isinstance(r, tuple) else (r,) for r in (expected, actual))):
         assert a.stride() == e.stride()
-        same(a, e)
+        torch.testing.assert_close(a.cpu(), e)  # averages are summed in another order
 
 
 @pytest.mark.parametrize(

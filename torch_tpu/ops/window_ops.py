@@ -15,6 +15,7 @@ import itertools
 import math
 
 import torch
+from torch._prims_common import suggest_memory_format
 
 from torch_tpu.ops.composite_ops import _into
 from torch_tpu.ops.composite_ops import _name as _aten_name
@@ -141,9 +142,7 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
         best = torch.where(better, value, best)
         best_index = torch.where(better, index, best_index)
     # In the input's memory format, as the CPU lays its results out (channels_last_3d stays).
-    layout = torch.contiguous_format
-    if not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last_3d):
-        layout = torch.channels_last_3d
+    layout = suggest_memory_format(x)
     best_index = best_index.contiguous(memory_format=layout)
     if unbatched:
         return best.squeeze(0), best_index.squeeze(0)
@@ -329,8 +328,9 @@ def _adaptive_max(self, output_size, spatial: int, name: str):
     table = table.to(x.device).expand(*shape[:2], *table.shape)
     indices = table.gather(-1, which.unsqueeze(-1)).squeeze(-1)
     # In the input's memory format, as the CPU lays its results out.
-    layout = torch.channels_last  # the CPU's 3-d results are contiguous
-    if spatial == 2 and not x.is_contiguous() and x.is_contiguous(memory_format=layout):
+    # (the CPU's 3-d results are contiguous)
+    layout = suggest_memory_format(x) if spatial == 2 else torch.contiguous_format
+    if layout != torch.contiguous_format:
         values = values.contiguous(memory_format=layout)
         indices = indices.contiguous(memory_format=layout)
     if unbatched:
