@@ -39,7 +39,7 @@ def _triple(values, name: str, default=None) -> list[int]:
 def _check_floating(self, kernel: str) -> None:
     """The CPU's refusal of integer inputs, in its words."""
     if not self.dtype.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_aten_name(self.dtype)}\'')
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_aten_name(self.dtype)}'")
 
 
 def _batched(self, spatial: int, name: str):
