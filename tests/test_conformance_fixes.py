@@ -600,3 +600,21 @@ def test_adaptive_pooling_refuses_integers_as_the_cpu(pool, dtype):
     expected = error_of(lambda: pool(x))
     assert expected is not None
     assert error_of(lambda: pool(x.to(TPU))) == expected
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_batch_norm_gradient_of_half_inputs_without_parameters(dtype, ndim):
+    """Its saved statistics are half precision: centring with the rounded mean gave a
+    gradient of ~1e-2 where the CPU's is 0 (all-ones gradient) or equal to the bit."""
+    x = torch.rand([3] * ndim).to(dtype)
+    grads = {}
+    for device in ("cpu", TPU):
+        data = x.to(device).requires_grad_()
+        norm = torch.nn.BatchNorm1d(3, affine=False).to(device)
+        for g in (torch.ones_like(x), torch.randn(x.shape).to(dtype)):
+            data.grad = None
+            norm(data).backward(g.to(device))
+            grads.setdefault(device, []).append(data.grad.cpu())
+    for actual, expected in zip(grads[TPU], grads["cpu"]):
+        torch.testing.assert_close(actual, expected)

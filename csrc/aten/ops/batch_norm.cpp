@@ -209,7 +209,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
     return {grad_input, grad_weight, grad_bias};
   }
   Value mean, invstd;
-  if (train) {
+  if (train && save_mean->scalar_type() != compute) {
+    // Statistics saved in bfloat16/float16 (an input without float parameters) are
+    // recomputed in float32, as the CPU's backward effectively has them: centring with the
+    // rounded mean leaves sum(x - mean) far from 0, and a gradient that should vanish does not.
+    const Value inv_n = splat(b, 1.0 / count, {C}, e);
+    mean = mul(b, sum02(b, x), inv_n);
+    Value centered = sub(b, x, channel(b, mean, shape));
+    Value var = mul(b, sum02(b, mul(b, centered, centered)), inv_n);
+    invstd = b.unary("rsqrt", b.binary("add", var, b.broadcast_to(p.scalar(eps, compute), {C})));
+  } else if (train) {
     mean = b.reshape(p.read(*save_mean, compute), {C});
     invstd = b.reshape(p.read(*save_invstd, compute), {C});
   } else {
