@@ -619,3 +619,49 @@ def test_batch_norm_gradient_of_half_inputs_without_parameters(dtype, ndim):
             grads.setdefault(device, []).append(data.grad.cpu())
     for actual, expected in zip(grads[TPU], grads["cpu"]):
         torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d: torch.nn.functional.adaptive_max_pool2d(torch.randn(1, 0, 5, 5, device=d), 2),
+        lambda d: torch.nn.functional.max_pool3d(torch.ones(1, 0, 5, 5, 5, device=d), 3),
+        lambda d: torch.nn.functional.avg_pool3d(torch.ones(1, 0, 5, 5, 5, device=d), 3),
+        lambda d: torch.nn.functional.fractional_max_pool2d(
+            torch.randn(1, 0, 8, 8, device=d), 2, output_size=(4, 4)
+        ),  # fmt: skip
+        lambda d: (
+            torch.nn.functional.adaptive_max_pool2d(
+                torch.randn(1, 4, 6, 5, device=d, requires_grad=True), 0
+            )
+            .sum()
+            .backward()
+        ),  # fmt: skip
+        lambda d: (
+            torch.nn.functional.adaptive_avg_pool2d(
+                torch.randn(1, 4, 6, 5, device=d, requires_grad=True), 0
+            )
+            .sum()
+            .backward()
+        ),  # fmt: skip
+    ],
+)
+def test_pooling_of_empty_dimensions_raises_the_cpus_error(call):
+    expected = error_of(lambda: call("cpu"))
+    assert expected is not None
+    assert error_of(lambda: call(TPU)) == expected
+
+
+def test_pooling_gradients_of_empty_batches_and_unbatched_channels_last():
+    for x in (torch.randn(0, 4, 6, 6, 6), torch.randn(1, 4, 6, 6, 6)):
+        x = x.contiguous(memory_format=torch.channels_last_3d)
+        if x.size(0) == 1:
+            x = x[0].clone()  # a 4-d input whose channels are innermost
+        results = []
+        for device in ("cpu", TPU):
+            data = x.detach().to(device).requires_grad_()
+            out, _ = torch.nn.functional.max_pool3d(data, 3, return_indices=True)
+            out.sum().backward()
+            results.append((out.stride(), data.grad.cpu()))
+        assert results[0][0] == results[1][0]
+        same(results[1][1], results[0][1])

@@ -51,6 +51,12 @@ def _check(self, kernel_size, output_size, samples, spatial: int) -> str:
     if self.dim() not in (spatial + 1, spatial + 2):
         expected = f"{spatial + 1}D or {spatial + 2}D tensor"
         raise RuntimeError(f"{where}: Expected {expected}, but got: {list(self.shape)}")
+    for d in range(1, self.dim()):  # only the batch may be empty
+        if self.size(d) == 0:
+            raise RuntimeError(
+                f"{where}: Expected input to have non-zero size for non-batch dimensions, but "
+                f"got{list(self.shape)} with dimension {d} being empty."
+            )
     sizes = list(self.shape[-spatial:])
 
     def check_pools():

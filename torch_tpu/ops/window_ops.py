@@ -36,6 +36,17 @@ def _triple(values, name: str, default=None) -> list[int]:
     return values
 
 
+def _memory_format(x) -> torch.memory_format:
+    """The input's suggested memory format, as ATen's suggest_memory_format (which, unlike
+    the Python one, ignores the strides of dimensions of size 1)."""
+    if x.dim() in (4, 5) and x.size(1) > 1:
+        channels_last = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        # dense channels_last with dimensions of size 1 anywhere (an unsqueezed batch)
+        if x.is_contiguous(memory_format=channels_last) and not x.is_contiguous():
+            return channels_last
+    return suggest_memory_format(x)
+
+
 def _check_floating(self, kernel: str) -> None:
     """The CPU's refusal of integer inputs, in its words."""
     if not self.dtype.is_floating_point:
@@ -84,6 +95,18 @@ def _window_slices(x, offsets, outs, strides):
 # --- 3-d max pooling ----------------------------------------------------------------------
 
 
+def _check_non_batch_dims(self, where: str) -> None:
+    """pool3d's check: a 5-d input's batch may be empty, no other dimension may."""
+    lead = self.dim() - 4
+    for d in range(4):
+        if self.size(lead + d) == 0:
+            raise RuntimeError(
+                f"{where}: Expected input's non-batch dimensions to have positive length, but "
+                f"input has a shape of {list(self.shape)} and non-batch dimension {d} has "
+                "length zero!"
+            )
+
+
 def _max_pool3d_plan(self, kernel_size, stride, padding, dilation, ceil_mode):
     kernel = _triple(kernel_size, "max_pool3d: kernel_size")
     stride = _triple(stride, "max_pool3d: stride", kernel)
@@ -106,6 +129,7 @@ def _max_pool3d_plan(self, kernel_size, stride, padding, dilation, ceil_mode):
 def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
                             ceil_mode=False):  # fmt: skip
     x, unbatched = _batched(self, 3, "max_pool3d")
+    _check_non_batch_dims(self, "max_pool3d_with_indices_out_cpu_template()")
     kernel, stride, padding, dilation, sizes, outs = _max_pool3d_plan(
         x, kernel_size, stride, padding if isinstance(padding, (list, tuple)) else [padding],
         dilation if isinstance(dilation, (list, tuple)) else [dilation], ceil_mode,
@@ -142,11 +166,12 @@ def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
         best = torch.where(better, value, best)
         best_index = torch.where(better, index, best_index)
     # In the input's memory format, as the CPU lays its results out (channels_last_3d stays).
-    layout = suggest_memory_format(x)
+    layout = _memory_format(x)
     best_index = best_index.contiguous(memory_format=layout)
+    best = best.contiguous(memory_format=layout)
     if unbatched:
         return best.squeeze(0), best_index.squeeze(0)
-    return best.contiguous(memory_format=layout), best_index
+    return best, best_index
 
 
 def max_pool3d_with_indices_out(self, kernel_size, stride=(), padding=0, dilation=1,
@@ -162,9 +187,12 @@ def _scatter_max_grad(grad_output, self, indices, spatial: int):
         (*self.shape[:lead], math.prod(self.shape[lead:])),
         dtype=grad_output.dtype, device=grad_output.device,
     )  # fmt: skip
+    if grad.numel() == 0 or grad_output.numel() == 0:
+        return grad.view(self.shape)
+    outputs = math.prod(indices.shape[lead:])  # not -1: an empty batch has no size to infer
     grad.scatter_add_(
-        lead, indices.reshape(*indices.shape[:lead], -1),
-        grad_output.reshape(*grad_output.shape[:lead], -1),
+        lead, indices.reshape(*indices.shape[:lead], outputs),
+        grad_output.reshape(*grad_output.shape[:lead], outputs),
     )  # fmt: skip
     return grad.view(self.shape)
 
@@ -228,6 +256,7 @@ def _avg_pool3d_plan(self, kernel_size, stride, padding, ceil_mode, count_includ
 def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):  # fmt: skip
     x, unbatched = _batched(self, 3, "avg_pool3d")
+    _check_non_batch_dims(self, "avg_pool3d()")
     kernel, stride, outs, divisor, pads = _avg_pool3d_plan(
         x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
     )
@@ -295,13 +324,16 @@ def _adaptive_max(self, output_size, spatial: int, name: str):
     _check_floating(self, name if spatial == 2 else f"{name}_cpu")
     if len(output_size) != spatial:
         raise RuntimeError(f"{name}: internal error: output_size.size() must be {spatial}")
-    for d in range(2, x.dim()):
-        if x.size(d) == 0:
+    for d in range(1, self.dim()):  # the CPU's check: all but the first dimension
+        if self.size(d) == 0:
             raise RuntimeError(
                 f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
-                f"input has sizes {list(self.shape)} with dimension {d - 2 + self.dim() - spatial}"
-                " being empty"
+                f"input has sizes {list(self.shape)} with dimension {d} being empty"
             )
+    if 0 in output_size:  # nothing to pool into (its backward refuses, as the CPU's does)
+        empty = torch.empty(*x.shape[:2], *output_size, dtype=x.dtype, device=x.device)
+        indices = torch.empty(empty.shape, dtype=torch.long, device=x.device)
+        return (empty.squeeze(0), indices.squeeze(0)) if unbatched else (empty, indices)
     sizes = list(x.shape[2:])
     windows = [_adaptive_windows(n, o) for n, o in zip(sizes, output_size)]
     gathered = x
@@ -329,7 +361,7 @@ def _adaptive_max(self, output_size, spatial: int, name: str):
     indices = table.gather(-1, which.unsqueeze(-1)).squeeze(-1)
     # In the input's memory format, as the CPU lays its results out.
     # (the CPU's 3-d results are contiguous)
-    layout = suggest_memory_format(x) if spatial == 2 else torch.contiguous_format
+    layout = _memory_format(x) if spatial == 2 else torch.contiguous_format
     if layout != torch.contiguous_format:
         values = values.contiguous(memory_format=layout)
         indices = indices.contiguous(memory_format=layout)
@@ -356,20 +388,33 @@ def adaptive_max_pool3d_out(self, output_size, *, out, indices):
     return _into(out, values), _into(indices, where)
 
 
+def _check_grad_output(grad_output, name: str) -> None:
+    """The CPU's check of adaptive pooling's backward: an output size of 0 has no gradient."""
+    for d in range(1, grad_output.dim()):
+        if grad_output.size(d) == 0:
+            raise RuntimeError(
+                f"{name}(): Expected grad_output to have non-zero size for non-batch "
+                f"dimensions, but grad_output has sizes {list(grad_output.shape)} with "
+                f"dimension {d} being empty"
+            )
+
+
 def adaptive_max_pool2d_backward(grad_output, self, indices):
+    _check_grad_output(grad_output, "adaptive_max_pool2d_backward")
     return _scatter_max_grad(grad_output, self, indices, 2)
 
 
 def adaptive_max_pool3d_backward(grad_output, self, indices):
+    _check_grad_output(grad_output, "adaptive_max_pool3d_backward")
     return _scatter_max_grad(grad_output, self, indices, 3)
 
 
 def adaptive_max_pool2d_backward_out(grad_output, self, indices, *, grad_input):
-    return _into(grad_input, _scatter_max_grad(grad_output, self, indices, 2))
+    return _into(grad_input, adaptive_max_pool2d_backward(grad_output, self, indices))
 
 
 def adaptive_max_pool3d_backward_out(grad_output, self, indices, *, grad_input):
-    return _into(grad_input, _scatter_max_grad(grad_output, self, indices, 3))
+    return _into(grad_input, adaptive_max_pool3d_backward(grad_output, self, indices))
 
 
 def _averaging_matrix(size: int, out: int, dtype, device) -> torch.Tensor:
@@ -395,6 +440,7 @@ def adaptive_avg_pool3d_out(self, output_size, *, out):
 
 
 def adaptive_avg_pool3d_backward(grad_output, self):
+    _check_grad_output(grad_output, "adaptive_avg_pool3d_backward")
     x, unbatched = _batched(self, 3, "adaptive_avg_pool3d_backward")
     g = grad_output.unsqueeze(0) if unbatched else grad_output
     a, b, c = (_averaging_matrix(n, o, g.dtype, g.device)

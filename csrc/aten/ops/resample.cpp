@@ -201,6 +201,12 @@ at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::IntArrayRef output_s
 }
 
 at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self) {
+  for (int64_t d = 1; d < grad_output.dim(); ++d) {
+    TORCH_CHECK(grad_output.size(d) != 0,
+                "adaptive_avg_pool2d_backward(): Expected grad_output to have non-zero size for "
+                "non-batch dimensions, but grad_output has sizes ",
+                grad_output.sizes(), " with dimension ", d, " being empty");
+  }
   return backward("aten::_adaptive_avg_pool2d_backward", grad_output, self.sizes(),
                   Resampling{Kind::Adaptive});
 }
