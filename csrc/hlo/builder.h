@@ -98,6 +98,7 @@ class Builder {
   void set_nan_propagating_min_max(bool on) { nan_propagating_min_max_ = on; }
   // The precision of float32 dots and convolutions built from now on (default: Highest).
   void set_matmul_precision(MatmulPrecision precision) { matmul_precision_ = precision; }
+  MatmulPrecision matmul_precision() const { return matmul_precision_; }
   // The `precision_config` attribute for a dot or convolution of `lhs`, `rhs`, with its
   // leading ", ": empty unless both are float32 (or complex64) and the precision is not DEFAULT.
   std::string precision_config(const Value& lhs, const Value& rhs) const;

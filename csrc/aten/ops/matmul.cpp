@@ -40,7 +40,25 @@ hlo::Value operand(Program& p, const at::Tensor& t) {
   return on_xla_cpu() ? p.read(t, accumulate_type(t.scalar_type())) : p.read(t);
 }
 
+// A widened half-precision product (above) carries no precision_config, as the narrow one
+// does not: the float32 matmul precision setting is about float32 tensors.
+class HalfProductPrecision {
+ public:
+  HalfProductPrecision(hlo::Builder& b, c10::ScalarType type)
+      : b_(b), saved_(b.matmul_precision()) {
+    if (accumulate_type(type) != type) b_.set_matmul_precision(hlo::MatmulPrecision::Default);
+  }
+  ~HalfProductPrecision() { b_.set_matmul_precision(saved_); }
+  HalfProductPrecision(const HalfProductPrecision&) = delete;
+  HalfProductPrecision& operator=(const HalfProductPrecision&) = delete;
+
+ private:
+  hlo::Builder& b_;
+  hlo::MatmulPrecision saved_;
+};
+
 hlo::Value product(Program& p, const at::Tensor& mat1, const at::Tensor& mat2) {
+  HalfProductPrecision precision(p.b(), mat1.scalar_type());
   return p.b().dot_general(operand(p, mat1), operand(p, mat2), {}, {}, {1}, {0},
                            element_type(accumulate_type(mat1.scalar_type())));
 }
@@ -187,6 +205,7 @@ void lower_baddbmm(const char* name, const at::Tensor* self, const at::Tensor& b
                     product_statics(beta, alpha));
   if (call.run()) return;
   Program p(name, &call);
+  HalfProductPrecision precision(p.b(), batch1.scalar_type());
   hlo::Value product = p.b().dot_general(operand(p, batch1), operand(p, batch2), {0}, {0}, {2}, {1},
                                          element_type(accumulate));
   p.write(out, scale_and_add(p, product, self, beta, alpha, accumulate, shape));
@@ -259,6 +278,7 @@ void lower_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor
                  const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& out) {
   c10::ScalarType accumulate = accumulate_type(mat.scalar_type());
   Program p("aten::addmv");
+  HalfProductPrecision precision(p.b(), mat.scalar_type());
   hlo::Value product = p.b().dot_general(operand(p, mat), operand(p, vec), {}, {}, {1}, {0},
                                          element_type(accumulate));
   p.write(out, scale_and_add(p, product, &self, beta, alpha, accumulate, {mat.size(0)}));

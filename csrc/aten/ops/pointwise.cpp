@@ -112,6 +112,9 @@ at::Tensor new_out(const std::vector<int64_t>& shape, c10::ScalarType type,
                    const std::vector<Arg>& args) {
   for (const Arg& a : args) {
     if (a.tensor != nullptr && !a.tensor->is_cpu()) {
+      // Laid out like that operand where it has the result's shape, as TensorIterator does
+      // (clamp of a channels_last tensor is channels_last).
+      if (a.tensor->sizes() == c10::IntArrayRef(shape)) return new_empty_like(*a.tensor, type);
       return at::empty(shape, a.tensor->options().dtype(type));
     }
   }
@@ -186,6 +189,7 @@ void check_clamp(const Arg& min, const Arg& max) {
 
 // The promoted dtype of a clamp; complex numbers have no order to clamp by.
 c10::ScalarType clamp_type(const std::vector<Arg>& args) {
+  broadcast_shape(args);  // a shape mismatch is reported first, as on the CPU
   c10::ScalarType type = promote(args);
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(type),
                               "clamp is not supported for complex types");
