@@ -52,8 +52,29 @@ def _bypass_device_restrictions() -> str | None:
     return None
 
 
+def _look_up_dtypes_by_backend_name() -> None:
+    """Makes ``@dtypesIfPRIVATEUSE1`` hold for every test. It files its dtypes under the
+    backend's name ("tpu"), which the class's ``device_type`` becomes only once the first
+    test has been instantiated (its setUpClass renames it): the test instantiated first in
+    a file, which depends on the hash seed, would get the default dtypes instead."""
+    from torch.testing._internal import common_device_type
+
+    base = common_device_type.PrivateUse1TestBase
+    default = base._get_dtypes.__func__
+    name = torch._C._get_privateuse1_backend_name()
+
+    def _get_dtypes(cls, test):
+        dtypes = getattr(test, "dtypes", None)
+        if cls.device_type == "privateuse1" and dtypes and name in dtypes:
+            return dtypes[name]
+        return default(cls, test)
+
+    base._get_dtypes = classmethod(_get_dtypes)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     problem = None
+    _look_up_dtypes_by_backend_name()
     if os.environ.get(runner.BYPASS_ENV) == "1":
         problem = _bypass_device_restrictions()
     _emit(
