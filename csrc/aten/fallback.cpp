@@ -25,7 +25,7 @@ std::string full_name(const c10::OperatorHandle& op) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
-void tpu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DispatchKey cpu_key) {
   std::string name = full_name(op);
   FallbackMode current = fallback_mode();
   TORCH_CHECK_NOT_IMPLEMENTED(current != FallbackMode::Error, "The operator '", name,
@@ -46,10 +46,19 @@ void tpu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                  "operator; TORCH_TPU_CPU_FALLBACK=silent hides it, =error forbids fallbacks.");
     }
   }
-  at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+  at::native::cpu_fallback(op, stack, /*error_on_views=*/true, cpu_key);
 }
 
 }  // namespace
+
+void tpu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  run_on_cpu(op, stack, c10::DispatchKey::CPU);
+}
+
+void tpu_sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // Whatever reaches the sparse key has a sparse argument: on the host it is SparseCPU's.
+  run_on_cpu(op, stack, c10::DispatchKey::SparseCPU);
+}
 
 FallbackMode parse_fallback_mode(const std::string& text) {
   if (text == "warn" || text.empty()) return FallbackMode::Warn;
