@@ -22,7 +22,7 @@ fi
 
 python_packages=(torch==2.13.0 xla-cpu-pjrt==0.0.1 numpy)
 if [ "${1:-}" = "--test" ]; then
-  python_packages+=(pytest expecttest hypothesis ruff transformers==4.57.1)
+  python_packages+=(pytest pytest-xdist==3.8.0 expecttest hypothesis ruff transformers==4.57.1)
   # TorchTitan's tests; TorchTitan imports triton but does not declare it.
   python_packages+=(torchtitan==0.3.0 triton==3.9.0)
   # torch_tpu.kernels (JAX and Pallas kernels): the [jax] extra, pinned the same.

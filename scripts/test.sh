@@ -12,8 +12,16 @@ echo "== C++ tests: csrc/pjrt, csrc/hlo, csrc/runtime (GoogleTest)"
 echo "== lint (ruff)"
 "$PYTHON" -m ruff check torch_tpu tests examples bench scripts setup.py _torch_tpu_autoload.py
 
-echo "== Python tests (pytest)"
-"$PYTHON" -m pytest tests -q -p no:cacheprovider "$@"
+# One pytest worker per core (pytest-xdist, from setup.sh --test): the suite is mostly
+# compiles, each on one core. TEST_WORKERS=0 runs it in this process instead.
+workers=${TEST_WORKERS:-$(nproc)}
+parallel=()
+if [ "$workers" != 0 ] && "$PYTHON" -c "import xdist" 2>/dev/null; then
+  parallel=(-n "$workers")
+fi
+
+echo "== Python tests (pytest${parallel[*]:+, ${parallel[*]}})"
+"$PYTHON" -m pytest tests -q -p no:cacheprovider "${parallel[@]}" "$@"
 
 echo "== accelerator path: a slice of the suite with TORCH_TPU_XLA_CPU_SHORTCUTS=0"
-bash scripts/test_accelerator_path.sh
+bash scripts/test_accelerator_path.sh "${parallel[@]}"
