@@ -665,3 +665,21 @@ def test_pooling_gradients_of_empty_batches_and_unbatched_channels_last():
             results.append((out.stride(), data.grad.cpu()))
         assert results[0][0] == results[1][0]
         same(results[1][1], results[0][1])
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_silu_of_complex_numbers_is_the_cpus(dtype):
+    torch.manual_seed(0)
+    x, grad = torch.randn(64, dtype=dtype) * 3, torch.randn(64, dtype=dtype)
+    torch.testing.assert_close(
+        torch.nn.functional.silu(x.to(TPU)).cpu(), torch.nn.functional.silu(x)
+    )
+    in_place = x.to(TPU)
+    torch.nn.functional.silu(in_place, inplace=True)
+    torch.testing.assert_close(in_place.cpu(), torch.nn.functional.silu(x))
+    torch.testing.assert_close(
+        torch.ops.aten.silu_backward(grad.to(TPU), x.to(TPU)).cpu(),
+        torch.ops.aten.silu_backward(grad, x),
+    )
+    with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
+        torch.nn.functional.silu(torch.ones(3, dtype=torch.int32, device=TPU))

@@ -37,9 +37,15 @@ using hlo::mul;
 using hlo::splat;
 using hlo::sub;
 
-void check_float(const char* name, c10::ScalarType type) {
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(type), "\"", name, "\" not implemented for '",
-                              c10::toString(type), "'");
+// The dtypes an activation takes, as the CPU kernel dispatches them: floating types (most),
+// any type (integral ones too), or floating and complex types (silu).
+enum Accepts : int { kFloating = 0, kAnyType = 1, kFloatingOrComplex = 2 };
+
+void check_type(const char* name, c10::ScalarType type, int accepts = kFloating) {
+  if (accepts == kAnyType) return;
+  bool ok =
+      c10::isFloatingType(type) || (accepts == kFloatingOrComplex && c10::isComplexType(type));
+  TORCH_CHECK_NOT_IMPLEMENTED(ok, "\"", name, "\" not implemented for '", c10::toString(type), "'");
 }
 
 constexpr size_t kMaxInputs = 2;
@@ -72,16 +78,16 @@ void lower(const char* name, const std::vector<const at::Tensor*>& inputs,
 
 at::Tensor functional(const char* name, const at::Tensor& self,
                       const std::vector<c10::Scalar>& scalars, const Math& math,
-                      bool allow_integral = false, int64_t variant = 0) {
-  if (!allow_integral) check_float(name, self.scalar_type());
+                      int accepts = kFloating, int64_t variant = 0) {
+  check_type(name, self.scalar_type(), accepts);
   at::Tensor out = at::empty(self.sizes(), self.options());
   lower(name, {&self}, scalars, math, out, variant);
   return out;
 }
 
 at::Tensor& in_place(const char* name, at::Tensor& self, const std::vector<c10::Scalar>& scalars,
-                     const Math& math, bool allow_integral = false, int64_t variant = 0) {
-  if (!allow_integral) check_float(name, self.scalar_type());
+                     const Math& math, int accepts = kFloating, int64_t variant = 0) {
+  check_type(name, self.scalar_type(), accepts);
   at::assert_no_internal_overlap(self);
   lower(name, {&self}, scalars, math, self, variant);
   return self;
@@ -89,8 +95,8 @@ at::Tensor& in_place(const char* name, at::Tensor& self, const std::vector<c10::
 
 at::Tensor& out_variant(const char* name, const at::Tensor& self,
                         const std::vector<c10::Scalar>& scalars, const Math& math, at::Tensor& out,
-                        bool allow_integral = false, int64_t variant = 0) {
-  if (!allow_integral) check_float(name, self.scalar_type());
+                        int accepts = kFloating, int64_t variant = 0) {
+  check_type(name, self.scalar_type(), accepts);
   TORCH_CHECK(at::canCast(self.scalar_type(), out.scalar_type()), "result type ",
               self.scalar_type(), " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, self.sizes());
@@ -101,10 +107,10 @@ at::Tensor& out_variant(const char* name, const at::Tensor& self,
 
 // A backward op: math(grad_output, x) with the promoted dtype and broadcast shape.
 at::Tensor backward(const char* name, const at::Tensor& grad, const at::Tensor& x,
-                    const std::vector<c10::Scalar>& scalars, const Math& math,
-                    int64_t variant = 0) {
+                    const std::vector<c10::Scalar>& scalars, const Math& math, int64_t variant = 0,
+                    int accepts = kFloating) {
   c10::ScalarType type = at::result_type(grad, x);
-  check_float(name, type);
+  check_type(name, type, accepts);
   at::Tensor out = at::empty(at::infer_size(grad.sizes(), x.sizes()), grad.options().dtype(type));
   lower(name, {&grad, &x}, scalars, math, out, variant);
   return out;
@@ -258,12 +264,14 @@ at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self,
                   gelu_variant(approximate));
 }
 
-TPU_ACTIVATION_TRIPLE(silu, "silu", , {}, kSilu, false)
+TPU_ACTIVATION_TRIPLE(silu, "silu", , {}, kSilu, kFloatingOrComplex)
 at::Tensor silu_backward(const at::Tensor& grad, const at::Tensor& self) {
-  return backward("aten::silu_backward", grad, self, {},
-                  [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
-                    return silu_backward_of(b, in[0], in[1]);
-                  });
+  return backward(
+      "aten::silu_backward", grad, self, {},
+      [](Builder& b, const std::vector<Value>& in, const std::vector<Value>&) {
+        return silu_backward_of(b, in[0], in[1]);
+      },
+      0, kFloatingOrComplex);
 }
 
 at::Tensor softplus(const at::Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold) {
