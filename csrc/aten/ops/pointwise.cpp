@@ -189,8 +189,10 @@ void check_clamp(const Arg& min, const Arg& max) {
 
 // The promoted dtype of a clamp; complex numbers have no order to clamp by.
 c10::ScalarType clamp_type(const std::vector<Arg>& args) {
-  broadcast_shape(args);  // a shape mismatch is reported first, as on the CPU
   c10::ScalarType type = promote(args);
+  // The CPU reports a shape mismatch before refusing complex numbers (the result's shape is
+  // computed later anyway, so only this error path computes it here).
+  if (c10::isComplexType(type)) broadcast_shape(args);
   TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(type),
                               "clamp is not supported for complex types");
   return type;
