@@ -66,14 +66,16 @@ class Attention(nn.Module):
             k, v, filled = cache.update(k, v, position)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=filled)
             return self.proj(y.transpose(1, 2).reshape(batch, length, width))
+        # With a cache the queries are the newest positions: causal masking is only
+        # needed when queries and keys cover the same positions, that is without
+        # cached keys. (Decided without comparing sizes, which under dynamic shapes
+        # would be a symbolic bool and break the compiled graph.)
+        causal = cache is None or cache[0] is None
         if cache is not None:
             if cache[0] is not None:
                 k = torch.cat([cache[0], k], dim=2)
                 v = torch.cat([cache[1], v], dim=2)
             cache[0], cache[1] = k, v
-        # With a cache the queries are the newest positions: causal masking is only
-        # needed when queries and keys cover the same positions.
-        causal = k.shape[2] == q.shape[2]
         y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         return self.proj(y.transpose(1, 2).reshape(batch, length, width))
 

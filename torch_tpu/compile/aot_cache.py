@@ -79,20 +79,27 @@ class GraphCode(OutputCode):
     >>> outputs = code([x, y])  # doctest: +SKIP
     """
 
-    def __init__(self, gm: torch.fx.GraphModule, spmd: Any, is_backward: bool) -> None:
+    def __init__(
+        self, gm: torch.fx.GraphModule, spmd: Any, is_backward: bool, dynamic: Any = None
+    ) -> None:
         super().__init__()
         self._gm: torch.fx.GraphModule | None = gm
         self._graph: bytes | None = None
         self._spmd = spmd
         self._is_backward = is_backward
+        self._dynamic = dynamic  # bucketed.DynamicState, shared with the backward
         self._boxed_call = True
         self._run: Callable[[list[Any]], Any] | None = None
 
-    def __call__(self, inputs: Sequence[Any]) -> Any:
+    def prepare(self) -> None:
+        """Builds the runner now (a forward's bucket plan is read by its backward)."""
         if self._run is None:
             assert self._gm is not None, "post_compile() loads a cached graph first"
-            self._run = graph_runner(self._gm, self._spmd, self._is_backward)
-        return self._run(inputs)  # type: ignore[arg-type]
+            self._run = graph_runner(self._gm, self._spmd, self._is_backward, self._dynamic)
+
+    def __call__(self, inputs: Sequence[Any]) -> Any:
+        self.prepare()
+        return self._run(inputs)  # type: ignore[misc]
 
     def prepare_for_serialization(self) -> None:
         # GraphModule's own pickling keeps only the code and traces it again on load,
@@ -132,6 +139,7 @@ class GraphCode(OutputCode):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_run"] = None
+        state["_dynamic"] = None  # a loaded graph has no fake tensors to bucket by
         return state
 
 

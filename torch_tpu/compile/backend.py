@@ -35,6 +35,8 @@ from typing import Any
 import torch
 from torch._dynamo.backends.common import aot_autograd
 
+from torch_tpu.compile.bucketed import DynamicState
+from torch_tpu.compile.buckets import BucketPolicy
 from torch_tpu.compile.decompositions import decompositions
 from torch_tpu.compile.runner import SpmdSafeForward
 
@@ -44,40 +46,49 @@ def _compile_graph(
     example_inputs: Sequence[Any],
     spmd: SpmdSafeForward | None = None,
     is_backward: bool = False,
+    dynamic: DynamicState | None = None,
 ) -> Callable:
     """AOTAutograd's forward, backward or inference compiler: a boxed callable, which
     AOTAutograd's cache can store (see ``torch_tpu.compile.aot_cache``)."""
     from torch_tpu.compile.aot_cache import GraphCode
 
-    return GraphCode(gm, spmd, is_backward)
+    code = GraphCode(gm, spmd, is_backward, dynamic)
+    if not is_backward:
+        code.prepare()  # the forward's bucket plan, which its backward reads
+    return code
 
 
-# Google TorchTPU's torch.compile options, and why each changes nothing here.
+# Google TorchTPU's torch.compile options that change nothing here, and why.
 TORCHTPU_OPTIONS = {
     "async_compile": "programs compile when first run",
-    "num_dynamic_buckets": "dynamic shapes are traced symbolically, without buckets",
-    "bucket_size": "dynamic shapes are traced symbolically, without buckets",
     "serializable": "compiled programs always go to the disk cache",
     "name": "graphs are named by their structure",
 }
+# Options that shape the buckets of dynamic sizes (torch_tpu.compile.buckets).
+BUCKET_OPTIONS = ("bucket_size", "num_dynamic_buckets", "buckets")
 _noted: set[str] = set()
 
 
-def _accept_options(options: dict[str, Any] | None) -> None:
-    """TorchTPU's options are accepted, each noted once as meaning nothing here; any
-    other option is an error that names it."""
+def _accept_options(options: dict[str, Any] | None) -> BucketPolicy:
+    """The bucket policy the options ask for. TorchTPU's other options are accepted,
+    each noted once as meaning nothing here; any other option is an error that names
+    it."""
     import warnings
 
+    chosen: dict[str, Any] = {}
     for key, value in (options or {}).items():
-        if key not in TORCHTPU_OPTIONS:
+        if key not in TORCHTPU_OPTIONS and key not in BUCKET_OPTIONS:
             raise ValueError(
                 f"torch.compile(backend='tpu'): unknown option {key!r}; the tpu backend "
-                f"accepts {sorted(TORCHTPU_OPTIONS)}"
+                f"accepts {sorted([*TORCHTPU_OPTIONS, *BUCKET_OPTIONS])}"
             )
         if key == "num_dynamic_buckets" and not (isinstance(value, int) and 1 <= value <= 8):
             raise ValueError(
                 f"num_dynamic_buckets must be a whole number from 1 to 8, got {value!r}"
             )
+        if key in BUCKET_OPTIONS:
+            chosen[key] = tuple(value) if key == "buckets" else value
+            continue
         if key not in _noted:
             _noted.add(key)
             warnings.warn(
@@ -85,11 +96,14 @@ def _accept_options(options: dict[str, Any] | None) -> None:
                 f"ignored: {TORCHTPU_OPTIONS[key]}",
                 stacklevel=2,
             )
+    return BucketPolicy(**chosen)
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
-    """The Dynamo backend registered as ``"tpu"``. ``options`` may hold TorchTPU's
-    torch.compile options (``TORCHTPU_OPTIONS``), which are accepted and ignored.
+    """The Dynamo backend registered as ``"tpu"``. ``options`` may hold the bucket
+    options of dynamic sizes (``bucket_size``, ``num_dynamic_buckets``, ``buckets``: see
+    ``torch_tpu.compile.buckets``) and TorchTPU's other options (``TORCHTPU_OPTIONS``),
+    accepted and ignored.
 
     >>> fn = torch.compile(lambda x: x.sin() + 1, backend="tpu")
     >>> fn(torch.zeros(2, device="tpu")).cpu()
@@ -97,10 +111,11 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: A
     """
     from torch_tpu.compile import aot_cache
 
-    _accept_options(kwargs.pop("options", None))
+    policy = _accept_options(kwargs.pop("options", None))
     spmd = SpmdSafeForward()  # shared by this graph's forward and backward
-    fw_compiler = functools.partial(_compile_graph, spmd=spmd)
-    bw_compiler = functools.partial(_compile_graph, spmd=spmd, is_backward=True)
+    dynamic = DynamicState(policy)  # so is how its dynamic sizes are bucketed
+    fw_compiler = functools.partial(_compile_graph, spmd=spmd, dynamic=dynamic)
+    bw_compiler = functools.partial(_compile_graph, spmd=spmd, is_backward=True, dynamic=dynamic)
     cached = aot_cache.enabled()
     if cached:
         fw_compiler, bw_compiler = aot_cache.serializable(fw_compiler, bw_compiler)

@@ -102,20 +102,47 @@ class SpmdSafeForward:
 
 
 def graph_runner(
-    gm: torch.fx.GraphModule, spmd: SpmdSafeForward | None, is_backward: bool
+    gm: torch.fx.GraphModule,
+    spmd: SpmdSafeForward | None,
+    is_backward: bool,
+    dynamic: Any = None,
 ) -> Callable[[list[Any]], Any]:
     """The boxed callable that runs one AOTAutograd graph (see the module docstring).
+    `dynamic` (a ``bucketed.DynamicState``) makes a graph with symbolic sizes run at
+    its buckets.
 
     >>> run = graph_runner(gm, SpmdSafeForward(), is_backward=False)  # doctest: +SKIP
     >>> outputs = run([x, w])  # doctest: +SKIP
     """
+    from torch_tpu.compile import bucketed
+
     label = f"compiled graph {next(_graph_count)}"
     replay = _C._GraphReplay(label) if _replay_enabled() else None
     logged: set[str] = set()  # reasons not to replay, said once (TORCH_TPU_LOG_RECOMPILES=1)
+    padded_graph, unpad = bucketed.make(gm, dynamic, is_backward, label)
+    stats = bucketed.GraphStats.registry[label]
 
     splits: dict[tuple[bool, ...], Callable[[list[Any]], Any] | None] = {}
 
+    def run_padded(args: list[Any]) -> Any:
+        padded_args, real, padded = padded_graph.prepare(args)
+        stats.padded_calls += 1
+        stats.buckets.add(tuple(padded[s] for s in padded_graph.plan.symbols))
+        out = replay.run(padded_args) if replay is not None else None
+        if out is None:
+            before = _programs_built()
+            out = _run_fused(padded_graph.program(padded), padded_args, replay, logged)
+            if _programs_built() > before:
+                stats.programs += 1
+                _log_bucket(label, real, padded)
+        return padded_graph.finish(out, real, padded)
+
     def run_graph(args: list[Any]) -> Any:
+        if padded_graph is not None:
+            return run_padded(args)
+        stats.exact_calls += 1
+        if unpad is not None:
+            args = unpad(args)
         if replay is not None:
             out = replay.run(args)
             if out is not None:
@@ -127,7 +154,11 @@ def graph_runner(
                 split_run = splits[on_cpu]
                 if split_run is not None:
                     return split_run(args)
-        return _run_fused(gm, args, replay, logged)
+        before = _programs_built()
+        out = _run_fused(gm, args, replay, logged)
+        if _programs_built() > before:
+            stats.programs += 1
+        return out
 
     def run(args: list[Any]) -> Any:
         if spmd is None:
@@ -139,6 +170,18 @@ def graph_runner(
         return run_graph(args)
 
     return run
+
+
+def _programs_built() -> int:
+    """Programs made ready so far: compiled, or loaded from the disk cache."""
+    counters = _C._metrics_snapshot()
+    return counters["compiles"] + counters["disk_hits"]
+
+
+def _log_bucket(label: str, real: dict, padded: dict) -> None:
+    if _C._get_log_recompiles():
+        sizes = ", ".join(f"{s}={real[s]} -> bucket {padded[s]}" for s in sorted(real, key=str))
+        print(f"[torch_tpu] {label}: a program for a new bucket ({sizes})", file=sys.stderr)
 
 
 def _split_runner(

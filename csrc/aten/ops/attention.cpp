@@ -41,7 +41,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 bool defined(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
 
 // Whether `mask` broadcasts to `target` (NumPy rules, trailing dimensions aligned).
-bool broadcasts_to(c10::IntArrayRef mask, c10::IntArrayRef target) {
+// Symbolic sizes too: torch.compile(dynamic=True) asks with fake tensors.
+bool broadcasts_to(c10::SymIntArrayRef mask, c10::SymIntArrayRef target) {
   if (mask.size() > target.size()) return false;
   const size_t lead = target.size() - mask.size();
   for (size_t i = 0; i < mask.size(); ++i) {
@@ -62,7 +63,7 @@ bool fused_attention_applies(const at::Tensor& q, const at::Tensor& k, const at:
   if (q.dim() != 3 && q.dim() != 4) return false;
   if (k.dim() != q.dim() || v.dim() != q.dim()) return false;
   for (const at::Tensor* t : {&q, &k, &v}) {
-    if (!t->is_privateuseone() || t->scalar_type() != q.scalar_type() || t->numel() == 0) {
+    if (!t->is_privateuseone() || t->scalar_type() != q.scalar_type() || t->sym_numel() == 0) {
       return false;
     }
   }
@@ -72,16 +73,16 @@ bool fused_attention_applies(const at::Tensor& q, const at::Tensor& k, const at:
   }
   const int64_t batch_dims = q.dim() - 2;
   for (int64_t d = 0; d < batch_dims; ++d) {
-    if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) return false;
+    if (k.sym_size(d) != q.sym_size(d) || v.sym_size(d) != q.sym_size(d)) return false;
   }
-  if (k.size(-1) != q.size(-1) || v.size(-2) != k.size(-2)) return false;
+  if (k.sym_size(-1) != q.sym_size(-1) || v.sym_size(-2) != k.sym_size(-2)) return false;
   if (dropout_p > 0.0) return false;
   if (defined(mask)) {
     if (!mask->is_privateuseone()) return false;
     if (mask->scalar_type() != c10::kBool && mask->scalar_type() != type) return false;
-    std::vector<int64_t> scores = q.sizes().vec();
-    scores.back() = k.size(-2);
-    if (!broadcasts_to(mask->sizes(), scores)) return false;
+    std::vector<c10::SymInt> scores = q.sym_sizes().vec();
+    scores.back() = k.sym_size(-2);
+    if (!broadcasts_to(mask->sym_sizes(), scores)) return false;
   }
   return true;
 }

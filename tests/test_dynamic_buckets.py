@@ -1,0 +1,185 @@
+"""Dynamic sizes in torch.compile(backend="tpu") run at their buckets: one program per
+bucket per graph, results equal to the CPU's at every real size (padding never leaks
+into reductions, softmax, norms, attention, losses, indexing or argmax)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+import torch_tpu
+from torch_tpu.compile import bucketed
+from torch_tpu.compile.buckets import BucketPolicy
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+from gpt import GPT, Config  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    torch._dynamo.reset()
+    bucketed.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _graphs():
+    return bucketed.snapshot()
+
+
+def test_bucket_policy_default_is_the_next_power_of_two():
+    policy = BucketPolicy()
+    assert [policy.bucket(n) for n in (1, 2, 3, 17, 32, 33, 500)] == [1, 2, 4, 32, 32, 64, 512]
+
+
+def test_bucket_policy_torchtpu_options_and_explicit_lists():
+    ladder = BucketPolicy(bucket_size=16, num_dynamic_buckets=3)
+    assert [ladder.bucket(n) for n in (1, 16, 17, 40, 64, 65)] == [16, 16, 32, 64, 64, 65]
+    assert BucketPolicy(bucket_size=100).bucket(101) == 200
+    listed = BucketPolicy(buckets=[48, 12])
+    assert [listed.bucket(n) for n in (3, 12, 13, 48, 49)] == [12, 12, 48, 48, 49]
+    with pytest.raises(ValueError, match="buckets"):
+        BucketPolicy(buckets=[0, 4])
+    with pytest.raises(ValueError, match="bucket_size"):
+        BucketPolicy(bucket_size=-2)
+
+
+def test_bad_bucket_options_are_refused_by_torch_compile():
+    fn = torch.compile(lambda x: x + 1, backend="tpu", options={"num_dynamic_buckets": 9})
+    with pytest.raises(Exception, match="num_dynamic_buckets"):
+        fn(torch.ones(3, device="tpu"))
+
+
+def _reductions(x, w):
+    h = x @ w  # (b, s, 8): rows over the padded s
+    return (
+        h.sum(1),
+        h.mean(1),
+        h.amax(1),
+        h.amin(dim=1),
+        h.argmax(1),
+        h.softmax(1),
+        h.log_softmax(-1),
+        F.layer_norm(h, (8,)),
+        h.transpose(1, 2) @ h,  # contracts over the padded dimension
+        h.reshape(-1, 8).sum(0),  # a dimension merging batch and sequence
+        h[:, -1],  # the last real row
+        h[:, 1:].sum(1),
+        h.mean(),
+    )
+
+
+@pytest.mark.parametrize("lengths", [(5, 7, 12, 3, 16, 9)])
+def test_reductions_over_a_padded_dimension_equal_the_cpu(lengths):
+    torch.manual_seed(0)
+    w = torch.randn(6, 8)
+    fn = torch.compile(_reductions, backend="tpu", dynamic=True)
+    for n in lengths:
+        x = torch.randn(3, n, 6)
+        expected = _reductions(x, w)
+        got = fn(x.to("tpu"), w.to("tpu"))
+        for e, g in zip(expected, got):
+            assert g.shape == e.shape
+            torch.testing.assert_close(g.cpu(), e, rtol=1e-5, atol=1e-5)
+    graphs = [g for g in _graphs().values() if g["padded_calls"]]
+    assert graphs, _graphs()
+    for graph in graphs:
+        # lengths 3..16 fall in buckets 4, 8 and 16 (and the batch 3 in 4).
+        assert graph["programs"] <= 3, graph
+        assert graph["not_bucketed"] == ""
+
+
+def _train(model_on, x, y, lr=0.05):
+    logits = model_on(x)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+
+def test_a_dynamic_padding_training_loop_compiles_per_bucket_and_matches_the_cpu():
+    torch.manual_seed(0)
+    config = Config(vocab=32, context=64, width=32, heads=2, layers=2)
+    cpu = GPT(config)
+    tpu = GPT(config)
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.to("tpu")
+    opt_cpu = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
+    opt_tpu = torch.optim.AdamW(tpu.parameters(), lr=1e-2)
+    step = torch.compile(_train, backend="tpu", dynamic=True)
+    generator = torch.Generator().manual_seed(1)
+    lengths = [int(n) for n in torch.randint(3, 64, (24,), generator=generator)]
+    torch_tpu.metrics.reset()
+    for n in lengths:
+        x = torch.randint(0, config.vocab, (4, n), generator=generator)
+        y = torch.randint(0, config.vocab, (4, n), generator=generator)
+        loss_cpu = _train(cpu, x, y)
+        loss_cpu.backward()
+        opt_cpu.step()
+        opt_cpu.zero_grad()
+        loss_tpu = step(tpu, x.to("tpu"), y.to("tpu"))
+        loss_tpu.backward()
+        opt_tpu.step()
+        opt_tpu.zero_grad()
+        torch.testing.assert_close(loss_tpu.cpu(), loss_cpu, rtol=2e-4, atol=2e-4)
+    for name, p in cpu.named_parameters():
+        torch.testing.assert_close(
+            dict(tpu.named_parameters())[name].cpu(), p, rtol=1e-3, atol=1e-3
+        )
+    graphs = [g for g in _graphs().values() if g["padded_calls"]]
+    assert len(graphs) >= 2, _graphs()  # the forward and the backward
+    buckets = {BucketPolicy().bucket(n) for n in lengths}
+    assert len(set(lengths)) > len(buckets)
+    for graph in graphs:
+        assert graph["programs"] <= len(buckets), graph
+
+
+def test_an_operator_unsafe_over_padding_runs_at_exact_sizes_and_says_why(capfd):
+    fn = torch.compile(lambda x: x.cumsum(1) * 2, backend="tpu", dynamic=True)
+    with (
+        torch_tpu.cache.log_recompiles(True)
+        if hasattr(torch_tpu.cache, "log_recompiles")
+        else _null()
+    ):
+        for n in (3, 5, 6):
+            x = torch.randn(2, n)
+            torch.testing.assert_close(fn(x.to("tpu")).cpu(), x.cumsum(1) * 2)
+    reasons = [g["not_bucketed"] for g in _graphs().values() if g["exact_calls"]]
+    assert any("cumsum" in r for r in reasons), _graphs()
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_bucket_options_choose_the_buckets():
+    fn = torch.compile(
+        lambda x: x.softmax(-1).sum(-1), backend="tpu", dynamic=True, options={"buckets": [10, 40]}
+    )
+    for n in (4, 9, 11, 30):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(fn(x.to("tpu")).cpu(), x.softmax(-1).sum(-1))
+    buckets = set()
+    for graph in _graphs().values():
+        buckets |= {b for bucket in graph["buckets"] for b in bucket}
+    assert {10, 40} <= buckets, _graphs()
+
+
+def test_turning_buckets_off_runs_exact_sizes():
+    code = (
+        "import torch, torch_tpu\n"
+        "from torch_tpu.compile import bucketed\n"
+        "fn = torch.compile(lambda x: x.sum(1), backend='tpu', dynamic=True)\n"
+        "for n in (3, 5): fn(torch.ones(2, n, device='tpu'))\n"
+        "print(sorted(g['not_bucketed'] for g in bucketed.snapshot().values()))\n"
+    )
+    env = dict(os.environ, TORCH_TPU_DYNAMIC_BUCKETS="0")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "TORCH_TPU_DYNAMIC_BUCKETS=0" in out.stdout

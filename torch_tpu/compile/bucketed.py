@@ -1,0 +1,325 @@
+"""The runner of a graph with symbolic sizes: each call runs at the bucket of its sizes
+(``torch_tpu.compile.buckets``), padded and masked (``torch_tpu.compile.padding``), so
+that one program, recorded and replayed like any other graph's, serves every size in
+the bucket.
+
+Inputs at their real sizes are padded with zeros; a forward's activations saved for
+the backward stay padded (the backward, bucketed alike, takes them as they are); what
+the caller sees (outputs, gradients) is sliced back to the real sizes, as views where
+a view can say it. A graph that cannot run padded runs at its exact sizes, one program
+per size, and says why once (``TORCH_TPU_LOG_RECOMPILES=1``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+from torch.nn import functional as F
+
+from torch_tpu import _C
+from torch_tpu.compile import padding
+from torch_tpu.compile.buckets import BucketPolicy
+
+# Inputs smaller than this are padded on the host (a copy out and back, no program);
+# larger ones by a program on the device (one per distinct size).
+_HOST_PAD_BYTES = 4 << 20
+
+
+def _log(message: str) -> None:
+    if _C._get_log_recompiles():
+        print(f"[torch_tpu] {message}", file=sys.stderr)
+
+
+class GraphStats:
+    """Per compiled graph: programs built, buckets met, calls run padded or exact."""
+
+    registry: dict[str, GraphStats] = {}
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.programs = 0
+        self.buckets: set[tuple[int, ...]] = set()
+        self.padded_calls = 0
+        self.exact_calls = 0
+        self.not_bucketed: str = ""
+        GraphStats.registry[label] = self
+
+    def as_dict(self) -> dict:
+        return {
+            "programs": self.programs,
+            "buckets": sorted(self.buckets),
+            "padded_calls": self.padded_calls,
+            "exact_calls": self.exact_calls,
+            "not_bucketed": self.not_bucketed,
+        }
+
+
+def snapshot() -> dict:
+    """Per compiled graph (by label): programs, buckets, padded and exact calls, and why
+    a graph with dynamic sizes is not bucketed ("" when it is)."""
+    return {label: stats.as_dict() for label, stats in GraphStats.registry.items()}
+
+
+def reset() -> None:
+    GraphStats.registry.clear()
+
+
+class BucketedGraph:
+    """Runs one AOTAutograd graph with symbolic sizes at its buckets. `run_fused(fn,
+    args)` runs `fn` deferred as one program (recorded and replayed by the caller).
+    `saved_from` is the index of the first forward output saved for the backward
+    (kept padded), or None."""
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        plan: padding.Plan,
+        policy: BucketPolicy,
+        saved_from: int | None,
+        stats: GraphStats,
+    ) -> None:
+        self.plan = plan
+        self.policy = policy
+        self.stats = stats
+        self.interpreter = padding.PaddedInterpreter(gm, plan)
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        results = output.args[0]
+        self.outputs = list(results) if isinstance(results, (list, tuple)) else [results]
+        self.saved_from = saved_from
+        self._size_tensors: dict[tuple[int, str], torch.Tensor] = {}
+
+    # --- sizes ------------------------------------------------------------------------
+
+    def bind(self, args: Sequence[Any]) -> dict:
+        real = {}
+        for symbol, (index, dim) in self.plan.sources.items():
+            arg = args[index]
+            real[symbol] = int(arg) if dim is None else int(arg.shape[dim])
+        return real
+
+    def _shape_at(self, node: torch.fx.Node, values: dict) -> list[int]:
+        return [int(padding._evaluate(e, values)) for e in padding._shape(node)]
+
+    def _size_tensor(self, value: int, device: torch.device) -> torch.Tensor:
+        key = (value, str(device))
+        tensor = self._size_tensors.get(key)
+        if tensor is None:
+            if len(self._size_tensors) > 4096:
+                self._size_tensors.clear()
+            # A device fill (its value a runtime operand), not a transfer: a graph that
+            # moves data from the host is not replayed.
+            tensor = torch.full((), value, dtype=torch.int64, device=device)
+            self._size_tensors[key] = tensor
+        return tensor
+
+    # --- padding and slicing ------------------------------------------------------------
+
+    def _pad(self, tensor: torch.Tensor, node: torch.fx.Node, real: dict, padded: dict):
+        target = self._shape_at(node, padded)
+        if list(tensor.shape) == target:
+            return tensor  # a saved activation, padded by the forward
+        expected = self._shape_at(node, real)
+        if list(tensor.shape) != expected:
+            raise RuntimeError(
+                f"torch_tpu: a compiled graph's input {node.name} has shape "
+                f"{list(tensor.shape)}, expected {expected} (or padded {target})"
+            )
+        layout = self.plan.layouts[node.name]
+        if any(len(dim) > 1 and padding._is_dynamic(dim) for dim in layout):
+            raise padding.Unsupported(f"input {node.name} merges padded dimensions")
+        pad: list[int] = []
+        for have, want in zip(reversed(expected), reversed(target)):
+            pad += [0, want - have]
+        if (
+            tensor.device.type == "tpu"
+            and tensor.numel() * tensor.element_size() <= _HOST_PAD_BYTES
+        ):
+            return F.pad(tensor.cpu(), pad).to(tensor.device)
+        return F.pad(tensor, pad)
+
+    def _slice(self, tensor: torch.Tensor, node: torch.fx.Node, real: dict, padded: dict):
+        expected = self._shape_at(node, real)
+        if list(tensor.shape) == expected:
+            return tensor
+        layout = self.plan.layouts.get(node.name)
+        if layout is None or len(layout) != tensor.dim():
+            raise padding.Unsupported(f"output {node.name} has no known layout")
+        if all(len(dim) == 1 for dim in layout):
+            out = tensor
+            for d, size in enumerate(expected):
+                if out.shape[d] != size:
+                    out = out.narrow(d, 0, size)
+            return out
+        # A dimension that merges padded ones (a view(batch * seq, width)): unfold it
+        # into its factors, cut each, fold again (a copy: no view can say it).
+        unfolded, cuts = [], []
+        for dim in layout:
+            for factor in dim:
+                symbolic = not isinstance(factor, int)
+                unfolded.append(int(padding._evaluate(factor, padded)) if symbolic else factor)
+                cuts.append(int(padding._evaluate(factor, real)) if symbolic else factor)
+        out = tensor.reshape(unfolded)
+        for axis, (have, want) in enumerate(zip(unfolded, cuts)):
+            if have != want:
+                out = out.narrow(axis, 0, want)
+        return out.reshape(expected)
+
+    # --- the call ---------------------------------------------------------------------
+
+    def prepare(self, args: Sequence[Any]) -> tuple[list[Any], dict, dict]:
+        """The padded arguments (plus each symbol's real size as a 0-d tensor), and
+        the real and padded value of each symbol."""
+        real = self.bind(args)
+        padded = {s: self.policy.bucket(v) for s, v in real.items()}
+        device = next(
+            (a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"),
+            None,
+        )
+        if device is None:
+            raise padding.Unsupported("no tpu tensor among the inputs")
+        new_args: list[Any] = []
+        for node, arg in zip(self.placeholders, args):
+            val = node.meta.get("val")
+            if isinstance(val, torch.SymInt):
+                new_args.append(int(padding._evaluate(padding._expr(val), padded)))
+            elif isinstance(arg, torch.Tensor) and isinstance(val, torch.Tensor):
+                new_args.append(self._pad(arg, node, real, padded))
+            else:
+                new_args.append(arg)
+        for symbol in self.plan.symbols:
+            new_args.append(self._size_tensor(real[symbol], device))
+        return new_args, real, padded
+
+    def program(self, padded: dict) -> Callable:
+        """What the deferred run executes: the graph on the padded arguments, with the
+        trailing 0-d tensors as the symbols' real sizes."""
+        symbols = self.plan.symbols
+        count = len(symbols)
+
+        def run(*all_args: Any) -> Any:
+            graph_args = all_args[: len(all_args) - count]
+            self.interpreter.bind(dict(zip(symbols, all_args[len(graph_args) :])), padded)
+            try:
+                return self.interpreter.run(*graph_args)
+            finally:
+                # Masks must not outlive the run: a value left alive becomes an output
+                # of the program and stops its replay.
+                self.interpreter.bind({}, {})
+
+        return run
+
+    def finish(self, outputs: Any, real: dict, padded: dict) -> Any:
+        """The outputs as the caller sees them: real sizes (saved activations stay
+        padded), symbolic outputs at their real values."""
+        single = not isinstance(outputs, (list, tuple))
+        values = [outputs] if single else list(outputs)
+        for i, node in enumerate(self.outputs):
+            if not isinstance(node, torch.fx.Node):
+                continue
+            val = node.meta.get("val")
+            if isinstance(val, torch.SymInt):
+                values[i] = int(padding._evaluate(padding._expr(val), real))
+            elif isinstance(val, torch.SymFloat):
+                values[i] = float(padding._evaluate(sympy.sympify(val.node.expr), real))
+            elif isinstance(values[i], torch.Tensor) and isinstance(val, torch.Tensor):
+                if self.saved_from is not None and i >= self.saved_from:
+                    continue
+                values[i] = self._slice(values[i], node, real, padded)
+        if single:
+            return values[0]
+        return type(outputs)(values) if isinstance(outputs, tuple) else values
+
+
+class DynamicState:
+    """Shared by one Dynamo graph's forward and backward: the bucket policy, whether
+    the forward ran bucketed, and if so the layouts of the activations it saved (they
+    reach the backward padded)."""
+
+    def __init__(self, policy: BucketPolicy) -> None:
+        self.policy = policy
+        self.forward_bucketed: bool | None = None
+        self.saved_from: int | None = None
+        self.saved_layouts: dict[str, padding.Layout] = {}
+
+
+def saved_outputs_start() -> int | None:
+    """At a forward's compile: the index of its first output saved for the backward,
+    from AOTAutograd's metadata (None where it is not known)."""
+    context = torch._guards.TracingContext.try_get()
+    meta = getattr(context, "fw_metadata", None) if context is not None else None
+    return getattr(meta, "num_forward", None)
+
+
+class Unpadder:
+    """For a backward that runs at exact sizes after a bucketed forward: cuts the saved
+    activations back to their real sizes."""
+
+    def __init__(self, gm: torch.fx.GraphModule, plan: padding.Plan, policy: BucketPolicy) -> None:
+        self.policy = policy
+        self.graph = BucketedGraph(gm, plan, policy, None, GraphStats("unpadder"))
+        GraphStats.registry.pop("unpadder", None)
+
+    def __call__(self, args: list[Any]) -> list[Any]:
+        real = self.graph.bind(args)
+        out = list(args)
+        for i, node in enumerate(self.graph.placeholders):
+            if isinstance(out[i], torch.Tensor) and node.name in self.graph.plan.layouts:
+                padded = {s: self.policy.bucket(v) for s, v in real.items()}
+                out[i] = self.graph._slice(out[i], node, real, padded)
+        return out
+
+
+def make(
+    gm: torch.fx.GraphModule, state: DynamicState | None, is_backward: bool, label: str
+) -> tuple[BucketedGraph | None, Unpadder | None]:
+    """The bucketed runner for `gm`, or None where it runs at exact sizes (static, or
+    not bucketable: said once on the recompile log and in ``snapshot()``); and for a
+    backward at exact sizes after a bucketed forward, what cuts its inputs."""
+    stats = GraphStats(label)
+    if state is None or not padding.has_symbols(gm):
+        return None, None
+    from torch_tpu.compile import buckets
+
+    known = state.saved_layouts if is_backward else None
+    if not buckets.enabled():
+        stats.not_bucketed = "TORCH_TPU_DYNAMIC_BUCKETS=0"
+    elif is_backward and state.forward_bucketed is False:
+        stats.not_bucketed = "its forward runs at exact sizes"
+    else:
+        try:
+            plan = padding.analyze(gm, known)
+        except padding.Unsupported as why:
+            stats.not_bucketed = str(why)
+        else:
+            if not is_backward:
+                state.forward_bucketed = True
+                state.saved_from = saved_outputs_start()
+                state.saved_layouts = {}
+                output = next(n for n in gm.graph.nodes if n.op == "output")
+                results = output.args[0] if isinstance(output.args[0], (list, tuple)) else []
+                for i, node in enumerate(results):
+                    if state.saved_from is not None and i >= state.saved_from:
+                        layout = plan.layouts.get(getattr(node, "name", None))
+                        if isinstance(layout, tuple):
+                            state.saved_layouts[node.name] = layout
+            saved_from = None if is_backward else state.saved_from
+            return BucketedGraph(gm, plan, state.policy, saved_from, stats), None
+    _log(f"{label} runs at exact sizes, a program per size: {stats.not_bucketed}")
+    if not is_backward:
+        state.forward_bucketed = False
+        return None, None
+    if state.forward_bucketed:
+        try:
+            return None, Unpadder(gm, padding.inputs_plan(gm, known), state.policy)
+        except padding.Unsupported as why:
+            raise RuntimeError(
+                f"torch_tpu: {label} cannot take its bucketed forward's activations: {why}; "
+                "set TORCH_TPU_DYNAMIC_BUCKETS=0"
+            ) from None
+    return None, None

@@ -1,0 +1,825 @@
+"""Runs a graph traced with symbolic sizes at its bucket sizes, padded and masked, so
+that every size in a bucket reuses one program.
+
+Why padding with masks, not StableHLO's bounded dynamism: a bounded ``tensor<?x..>``
+needs every lowering to carry dynamic dimensions (760 of them build static shapes), and
+the PJRT C API has no way to create an input buffer with a dynamic dimension, so the
+bounds would end at the program's edge anyway. Padding needs no lowering changes: the
+graph runs unchanged at the padded sizes, and only the operations that read across a
+padded dimension are guarded. Which those are is decided here, per ATen operator:
+
+- the padded part of a tensor holds anything (zeros, garbage, NaN): elementwise ops,
+  views, norms over static dimensions and everything else per element never mix it
+  into a real element;
+- reductions (sum, mean, max, argmax, ...) and contractions (mm, bmm) over a padded
+  dimension read their operands through a mask that puts the reduction's identity in
+  the padding (both operands of a product: 0 * NaN is NaN); a mean divides by the
+  real count; softmax masks with -inf;
+- indices read from padding (embedding, nll_loss targets) are replaced by a harmless
+  one (0, or ``ignore_index`` so the loss's count stays right);
+- causal attention over a padded sequence is safe as it is (a real query never sees a
+  later, padded key); its backward masks the padded queries' gradients;
+- an operator not known to be safe over a padded dimension (sort, cumsum, random draws,
+  a non-causal attention, indexing into a padded dimension...) makes the whole graph
+  run at its exact sizes, as without buckets, and says why
+  (``TORCH_TPU_LOG_RECOMPILES=1``).
+
+The real sizes enter the program as 0-d tensors (runtime operands, like a learning
+rate), never as constants, so one program serves its bucket. A dimension may merge
+several sizes (a ``view(batch * seq, width)``): its layout is the list of factors it
+was built from, row-major, which is how its padding is located.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+aten = torch.ops.aten
+
+Factor = Any  # an int, or a sympy.Symbol
+Dim = tuple  # the factors of one dimension, outermost first
+Layout = tuple  # one Dim per dimension
+
+
+class Unsupported(Exception):
+    """The graph cannot run padded; the message says which operator and why."""
+
+
+def _expr(size: Any) -> sympy.Expr:
+    if isinstance(size, torch.SymInt):
+        return sympy.sympify(size.node.expr)
+    return sympy.Integer(int(size))
+
+
+def _shape(node: torch.fx.Node) -> list[sympy.Expr] | None:
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return [_expr(s) for s in val.shape]
+    return None
+
+
+def _dim_of(expr: sympy.Expr) -> Dim:
+    """The layout of a dimension known only by its size: a whole number, or one
+    symbol plus a constant (``s``, ``s - 1``: trailing padding either way)."""
+    if expr.is_Integer:
+        return (int(expr),)
+    symbols = expr.free_symbols
+    if len(symbols) == 1 and sympy.simplify(expr - next(iter(symbols))).is_Integer:
+        return (expr,)
+    raise Unsupported(f"a dimension of size {expr} whose factors' order is unknown")
+
+
+def _is_dynamic(dim: Dim) -> bool:
+    return any(not isinstance(f, int) for f in dim)
+
+
+def _product(dim: Sequence[Factor]) -> sympy.Expr:
+    out = sympy.Integer(1)
+    for f in dim:
+        out = out * f
+    return out
+
+
+def _regroup(layout: Layout, out_shape: list[sympy.Expr], what: str) -> Layout:
+    """A view's layout: the input's factors, row-major, grouped into the new sizes
+    (static factors split where needed; a symbolic size is never split)."""
+    flat = [f for dim in layout for f in dim if f != 1]
+    out: list[Dim] = []
+    i = 0
+    for expr in out_shape:
+        if expr == 1:
+            out.append((1,))
+            continue
+        taken: list[Factor] = []
+        prod = sympy.Integer(1)
+        while sympy.simplify(prod - expr) != 0:
+            if i >= len(flat):
+                raise Unsupported(f"{what}: cannot regroup a padded dimension into {out_shape}")
+            f = flat[i]
+            need = sympy.simplify(expr / prod)
+            if isinstance(f, int) and need.is_Integer and int(need) < f:
+                if f % int(need):
+                    raise Unsupported(f"{what}: splits a dimension across a padded one")
+                taken.append(int(need))
+                flat[i] = f // int(need)
+                prod = prod * need
+                continue
+            taken.append(f)
+            prod = prod * f
+            i += 1
+        out.append(tuple(taken))
+    if any(f != 1 for f in flat[i:]):
+        raise Unsupported(f"{what}: cannot regroup a padded dimension into {out_shape}")
+    return tuple(out)
+
+
+def _broadcast(layouts: Sequence[Layout], out_shape: list[sympy.Expr], what: str) -> Layout:
+    rank = len(out_shape)
+    out = []
+    for d in range(rank):
+        chosen: Dim | None = None
+        for layout in layouts:
+            k = d - (rank - len(layout))
+            if k < 0 or layout[k] == (1,):
+                continue
+            if chosen is None:
+                chosen = layout[k]
+            elif chosen != layout[k]:
+                if _is_dynamic(chosen) or _is_dynamic(layout[k]):
+                    raise Unsupported(f"{what}: operands padded differently in dimension {d}")
+        out.append(chosen if chosen is not None else _dim_of(out_shape[d]))
+    return tuple(out)
+
+
+@dataclass
+class Mask:
+    """Before the call: argument `arg` is read with `fill` in the padding of `dims`."""
+
+    arg: int
+    dims: tuple[int, ...]
+    fill: Any
+
+
+@dataclass
+class NodePlan:
+    masks: list[Mask] = field(default_factory=list)
+    # After the call: divide output 0 by the real element count of these input dims.
+    mean_of: tuple[int, ...] | None = None
+    # Symbolic arguments read as values (argument index -> expression).
+    values: dict[int, sympy.Expr] = field(default_factory=dict)
+    # A select counted from the end of a padded dimension: (dim, index, its size).
+    select_from_end: tuple | None = None
+
+
+@dataclass
+class Plan:
+    """How one graph runs padded: the layout of every tensor, the masks per node, the
+    symbols and where their real values come from."""
+
+    layouts: dict[str, Any]
+    nodes: dict[str, NodePlan]
+    symbols: list[sympy.Symbol]
+    # symbol -> (placeholder index, dim or None for a SymInt placeholder)
+    sources: dict[sympy.Symbol, tuple[int, int | None]]
+
+
+def _op_name(target: Any) -> str:
+    return str(getattr(target, "_name", target))
+
+
+_VIEWS = {
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.view_copy.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.unsqueeze.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.clone.default,
+    aten._to_copy.default,
+    aten.lift_fresh_copy.default,
+    aten.contiguous.default,
+}
+_PERMUTES = {aten.permute.default, aten.transpose.int, aten.t.default}
+_SUMS = {aten.sum.dim_IntList, aten.sum.default, aten.mean.dim, aten.mean.default}
+_EXTREMA = {
+    aten.amax.default: float("-inf"),
+    aten.amin.default: float("inf"),
+    aten.argmax.default: float("-inf"),
+    aten.argmin.default: float("inf"),
+}
+_SOFTMAX = {aten._softmax.default, aten._log_softmax.default}
+_SOFTMAX_BACKWARD = {aten._softmax_backward_data.default, aten._log_softmax_backward_data.default}
+_CREATION = {
+    aten.arange.default,
+    aten.arange.start,
+    aten.arange.start_step,
+    aten.full.default,
+    aten.zeros.default,
+    aten.ones.default,
+    aten.empty.memory_format,
+    aten.new_zeros.default,
+    aten.new_ones.default,
+    aten.new_empty.default,
+    aten.new_full.default,
+    aten.scalar_tensor.default,
+    aten.empty_strided.default,
+}
+_ATTENTION = {
+    aten._scaled_dot_product_fused_attention_overrideable.default: "forward",
+    aten._scaled_dot_product_fused_attention_overrideable_backward.default: "backward",
+    aten._scaled_dot_product_flash_attention_for_cpu.default: "forward",
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: "backward",
+    aten._scaled_dot_product_efficient_attention.default: "forward",
+    aten._scaled_dot_product_efficient_attention_backward.default: "backward",
+    aten._scaled_dot_product_flash_attention.default: "forward",
+    aten._scaled_dot_product_flash_attention_backward.default: "backward",
+}
+
+
+class _Analysis:
+    def __init__(self, gm: torch.fx.GraphModule, known: dict[str, Layout] | None = None) -> None:
+        self.gm = gm
+        self.known = known or {}
+        self.layouts: dict[str, Any] = {}
+        self.nodes: dict[str, NodePlan] = {}
+        self.placeholders_only = False
+
+    def layout(self, arg: Any) -> Layout | None:
+        if isinstance(arg, torch.fx.Node):
+            return self.layouts.get(arg.name)
+        return None
+
+    def dynamic_dims(self, arg: Any, dims: Sequence[int] | None = None) -> tuple[int, ...]:
+        layout = self.layout(arg)
+        if layout is None:
+            return ()
+        dims = range(len(layout)) if dims is None else dims
+        return tuple(d % len(layout) for d in dims if _is_dynamic(layout[d % max(len(layout), 1)]))
+
+    def run(self) -> Plan:
+        symbols: set[sympy.Symbol] = set()
+        # Where each symbol's real value is read, best first: a SymInt argument, then a
+        # backward's incoming gradient, then any tensor argument (a backward's saved
+        # activations arrive padded, so they come last).
+        candidates: dict[sympy.Symbol, list[tuple[int, int, int | None]]] = {}
+        index = 0
+        for node in self.gm.graph.nodes:
+            val = node.meta.get("val")
+            if node.op == "placeholder":
+                if isinstance(val, torch.SymInt):
+                    expr = _expr(val)
+                    if expr.is_Symbol:
+                        candidates.setdefault(expr, []).append((0, index, None))
+                elif isinstance(val, torch.Tensor):
+                    shape = _shape(node)
+                    if node.name in self.known:  # a forward's saved activation
+                        self.layouts[node.name] = self.known[node.name]
+                    else:
+                        self.layouts[node.name] = tuple(
+                            _dim_of(e) if e.free_symbols else (int(e),) for e in shape
+                        )
+                    rank = 1 if node.name.startswith("tangents") else 2
+                    for d, e in enumerate(shape):
+                        if e.is_Symbol:
+                            candidates.setdefault(e, []).append((rank, index, d))
+                index += 1
+            elif node.op == "call_function" and not self.placeholders_only:
+                self.call(node)
+            val_shape = _shape(node) or []
+            for e in val_shape:
+                symbols |= e.free_symbols
+            if isinstance(val, (torch.SymInt, torch.SymFloat)):
+                symbols |= sympy.sympify(val.node.expr).free_symbols
+        missing = symbols - set(candidates)
+        if missing:
+            raise Unsupported(f"the real value of {sorted(map(str, missing))} is not an input")
+        sources = {s: min(c)[1:] for s, c in candidates.items()}
+        return Plan(self.layouts, self.nodes, sorted(symbols, key=str), sources)
+
+    def call(self, node: torch.fx.Node) -> None:
+        target = node.target
+        name = _op_name(target)
+        plan = NodePlan()
+        self.nodes[node.name] = plan
+        if target is operator.getitem:
+            source = self.layouts.get(node.args[0].name)
+            if isinstance(source, list):
+                self.layouts[node.name] = source[node.args[1]]
+            return
+        if not isinstance(target, torch._ops.OpOverload):
+            return  # symbolic arithmetic on sizes (operator.mul, sym_size, ...)
+        self.value_uses(node, plan)
+        inputs = [a for a in node.args if self.layout(a) is not None]
+        dynamic_in = any(self.dynamic_dims(a) for a in inputs)
+        out_shapes = self.out_shapes(node)
+        dynamic_out = any(e.free_symbols for shape in out_shapes for e in shape)
+        if not dynamic_in and not dynamic_out:
+            self.set_out(node, [tuple((int(e),) for e in s) for s in out_shapes])
+            return
+        rule = self.rule_for(target)
+        if rule is None:
+            raise Unsupported(f"{name} over a padded dimension")
+        rule(node, plan, out_shapes, name)
+
+    def out_shapes(self, node: torch.fx.Node) -> list[list[sympy.Expr]]:
+        val = node.meta.get("val")
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        return [[_expr(s) for s in v.shape] if isinstance(v, torch.Tensor) else [] for v in vals]
+
+    def set_out(self, node: torch.fx.Node, layouts: list[Layout]) -> None:
+        val = node.meta.get("val")
+        if isinstance(val, (list, tuple)):
+            self.layouts[node.name] = list(layouts)
+        else:
+            self.layouts[node.name] = layouts[0]
+
+    def value_uses(self, node: torch.fx.Node, plan: NodePlan) -> None:
+        """Symbolic sizes passed where the schema takes a value (a Scalar, a Tensor)
+        are read as their real value; sizes passed as sizes (int, int[]) are padded."""
+        if node.target in _CREATION:
+            return
+        schema = node.target._schema.arguments
+        for i, arg in enumerate(node.args):
+            if not isinstance(arg, torch.fx.Node) or i >= len(schema):
+                continue
+            val = arg.meta.get("val")
+            if isinstance(val, (torch.SymInt, torch.SymFloat)):
+                if "int" in str(schema[i].type):
+                    continue
+                expr = sympy.sympify(val.node.expr)
+                if isinstance(val, torch.SymInt) and not expr.free_symbols:
+                    continue
+                plan.values[i] = expr
+
+    def rule_for(self, target: Any) -> Callable | None:
+        if target in _VIEWS:
+            return self.view_rule
+        if target in _PERMUTES:
+            return self.permute_rule
+        if target is aten.expand.default:
+            return self.expand_rule
+        if target in _SUMS:
+            return self.sum_rule
+        if target in _EXTREMA:
+            return self.extremum_rule
+        if target in (aten.mm.default, aten.bmm.default, aten.addmm.default):
+            return self.matmul_rule
+        if target in _SOFTMAX:
+            return self.softmax_rule
+        if target in _SOFTMAX_BACKWARD:
+            return self.softmax_backward_rule
+        if target is aten.native_layer_norm.default:
+            return self.layer_norm_rule
+        if target is aten.native_layer_norm_backward.default:
+            return self.layer_norm_backward_rule
+        if target is aten.embedding.default:
+            return self.embedding_rule
+        if target is aten.embedding_dense_backward.default:
+            return self.embedding_backward_rule
+        if target in (aten.nll_loss_forward.default, aten.nll_loss_backward.default):
+            return self.nll_loss_rule
+        if target in _ATTENTION:
+            return self.attention_rule
+        if target in _CREATION:
+            return self.creation_rule
+        if target in (aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int):
+            return self.split_rule
+        if target is aten.cat.default:
+            return self.cat_rule
+        if target in (aten.slice.Tensor, aten.select.int):
+            return self.slice_rule
+        if torch.Tag.nondeterministic_seeded in target.tags:
+            return None  # a random draw at the padded size is not the unpadded draw
+        if torch.Tag.pointwise in target.tags or target in (
+            aten.where.self,
+            aten.masked_fill.Scalar,
+            aten.masked_fill.Tensor,
+            aten.full_like.default,
+            aten.zeros_like.default,
+            aten.ones_like.default,
+            aten.empty_like.default,
+            aten.gelu_backward.default,
+        ):
+            return self.pointwise_rule
+        return None
+
+    # --- the rules: each sets the output layouts and the node's masks ---------------
+
+    def pointwise_rule(self, node, plan, out_shapes, name):
+        layouts = [self.layout(a) for a in node.args if self.layout(a) is not None]
+        self.set_out(node, [_broadcast(layouts, out_shapes[0], name)])
+
+    def view_rule(self, node, plan, out_shapes, name):
+        source = self.layout(node.args[0])
+        if node.target in (aten.unsqueeze.default,):
+            dim = node.args[1] % (len(source) + 1)
+            self.set_out(node, [source[:dim] + ((1,),) + source[dim:]])
+            return
+        self.set_out(node, [_regroup(source, out_shapes[0], name)])
+
+    def permute_rule(self, node, plan, out_shapes, name):
+        source = list(self.layout(node.args[0]))
+        if node.target is aten.permute.default:
+            order = [d % len(source) for d in node.args[1]]
+        else:
+            order = list(range(len(source)))
+            a, b = (0, 1) if node.target is aten.t.default else node.args[1:3]
+            if len(source) >= 2:
+                a, b = a % len(source), b % len(source)
+                order[a], order[b] = order[b], order[a]
+        self.set_out(node, [tuple(source[d] for d in order)])
+
+    def expand_rule(self, node, plan, out_shapes, name):
+        source = self.layout(node.args[0])
+        shape = out_shapes[0]
+        lead = len(shape) - len(source)
+        out = []
+        for d, expr in enumerate(shape):
+            k = d - lead
+            if k >= 0 and source[k] != (1,):
+                out.append(source[k])
+            else:
+                out.append(_dim_of(expr))
+        self.set_out(node, [tuple(out)])
+
+    def reduced(self, node, dims_arg, keepdim) -> tuple[Layout, tuple[int, ...]]:
+        source = self.layout(node.args[0])
+        rank = len(source)
+        dims = tuple(range(rank)) if not dims_arg else tuple(d % rank for d in dims_arg)
+        if keepdim:
+            out = tuple((1,) if d in dims else source[d] for d in range(rank))
+        else:
+            out = tuple(source[d] for d in range(rank) if d not in dims)
+        return out, dims
+
+    def sum_rule(self, node, plan, out_shapes, name):
+        args = list(node.args) + [None] * 3
+        dims_arg = args[1] if node.target in (aten.sum.dim_IntList, aten.mean.dim) else None
+        keepdim = bool(args[2]) if node.target in (aten.sum.dim_IntList, aten.mean.dim) else False
+        if isinstance(dims_arg, int):
+            dims_arg = [dims_arg]
+        keepdim = keepdim or node.kwargs.get("keepdim", False)
+        out, dims = self.reduced(node, dims_arg, keepdim)
+        padded = self.dynamic_dims(node.args[0], dims)
+        if padded:
+            plan.masks.append(Mask(0, padded, 0))
+            if node.target in (aten.mean.dim, aten.mean.default):
+                plan.mean_of = dims
+        self.set_out(node, [out])
+
+    def extremum_rule(self, node, plan, out_shapes, name):
+        args = list(node.args) + [None, False]
+        dims_arg = args[1]
+        if isinstance(dims_arg, int):
+            dims_arg = [dims_arg]
+        out, dims = self.reduced(node, dims_arg, bool(args[2]))
+        padded = self.dynamic_dims(node.args[0], dims)
+        if padded:
+            source = self.layout(node.args[0])
+            if node.target in (aten.argmax.default, aten.argmin.default) and (
+                dims_arg is None or any(len(source[d]) > 1 for d in padded)
+            ):
+                raise Unsupported(f"{name}: an index into a merged padded dimension")
+            plan.masks.append(Mask(0, padded, _EXTREMA[node.target]))
+        self.set_out(node, [out])
+
+    def matmul_rule(self, node, plan, out_shapes, name):
+        first = 1 if node.target is aten.addmm.default else 0
+        a, b = node.args[first], node.args[first + 1]
+        la, lb = self.layout(a), self.layout(b)
+        contracted_a, contracted_b = len(la) - 1, len(lb) - 2
+        if _is_dynamic(la[contracted_a]) or _is_dynamic(lb[contracted_b]):
+            plan.masks.append(Mask(first, (contracted_a,), 0))
+            plan.masks.append(Mask(first + 1, (contracted_b,), 0))
+        out = la[:-1] + lb[-1:]
+        if node.target is aten.addmm.default:
+            out = _broadcast([self.layout(node.args[0]) or (), out], out_shapes[0], name)
+        self.set_out(node, [out])
+
+    def softmax_rule(self, node, plan, out_shapes, name):
+        source = self.layout(node.args[0])
+        dim = node.args[1] % len(source)
+        if _is_dynamic(source[dim]):
+            plan.masks.append(Mask(0, (dim,), float("-inf")))
+        self.set_out(node, [source])
+
+    def softmax_backward_rule(self, node, plan, out_shapes, name):
+        source = self.layout(node.args[0])
+        dim = node.args[2] % len(source)
+        if _is_dynamic(source[dim]):
+            plan.masks.append(Mask(0, (dim,), 0))
+            plan.masks.append(Mask(1, (dim,), 0))
+        self.set_out(node, [source])
+
+    def layer_norm_rule(self, node, plan, out_shapes, name):
+        source = self.layout(node.args[0])
+        normalized = len(node.args[1])
+        if any(_is_dynamic(d) for d in source[len(source) - normalized :]):
+            raise Unsupported(f"{name} over a padded dimension")
+        stats = tuple(source[: len(source) - normalized]) + ((1,),) * normalized
+        self.set_out(node, [source, stats, stats])
+
+    def layer_norm_backward_rule(self, node, plan, out_shapes, name):
+        grad = self.layout(node.args[0])
+        normalized = len(node.args[2])
+        lead = tuple(range(len(grad) - normalized))
+        if any(_is_dynamic(d) for d in grad[len(grad) - normalized :]):
+            raise Unsupported(f"{name} over a padded dimension")
+        padded = self.dynamic_dims(node.args[0], lead)
+        if padded:
+            # The weight's and bias's gradients sum over the rows: padded rows must be
+            # zeros in every operand, their statistics too (0 * NaN is NaN).
+            for arg in (0, 1, 3, 4):
+                plan.masks.append(Mask(arg, padded, 0))
+        weight = self.layout(node.args[5]) if len(node.args) > 5 else None
+        bias = self.layout(node.args[6]) if len(node.args) > 6 else None
+        self.set_out(node, [grad, weight or ((1,),), bias or ((1,),)])
+
+    def embedding_rule(self, node, plan, out_shapes, name):
+        weight, indices = self.layout(node.args[0]), self.layout(node.args[1])
+        if _is_dynamic(weight[0]):
+            raise Unsupported(f"{name}: a padded table")
+        padded = self.dynamic_dims(node.args[1])
+        if padded:
+            plan.masks.append(Mask(1, padded, 0))
+        self.set_out(node, [indices + weight[1:]])
+
+    def embedding_backward_rule(self, node, plan, out_shapes, name):
+        indices = self.layout(node.args[1])
+        args = list(node.args) + [None] * 5
+        padding_idx, by_freq = args[3], bool(args[4])
+        padded = self.dynamic_dims(node.args[1])
+        if padded:
+            if by_freq:
+                raise Unsupported(f"{name} with scale_grad_by_freq")
+            fill = padding_idx if isinstance(padding_idx, int) and padding_idx >= 0 else 0
+            plan.masks.append(Mask(1, padded, fill))
+            plan.masks.append(Mask(0, padded, 0))
+        del indices
+        self.set_out(node, [tuple(_dim_of(e) for e in out_shapes[0])])
+
+    def nll_loss_rule(self, node, plan, out_shapes, name):
+        backward = node.target is aten.nll_loss_backward.default
+        first = 1 if backward else 0
+        logits, target = node.args[first], node.args[first + 1]
+        reduction = node.args[first + 3]
+        ignore_index = node.args[first + 4]
+        padded = self.dynamic_dims(target)
+        if padded:
+            plan.masks.append(Mask(first + 1, padded, ignore_index))
+            plan.masks.append(Mask(first, padded, 0))
+            if backward and reduction == 0:
+                plan.masks.append(Mask(0, padded, 0))
+        if backward:
+            self.set_out(node, [self.layout(logits)])
+        elif reduction == 0:
+            self.set_out(node, [self.layout(target), ()])
+        else:
+            self.set_out(node, [(), ()])
+
+    def attention_rule(self, node, plan, out_shapes, name):
+        kind = _ATTENTION[node.target]
+        offset = 1 if kind == "backward" else 0  # the backward takes grad_out first
+        q, k, v = (self.layout(node.args[offset + i]) for i in range(3))
+        schema = node.target._schema.arguments
+        values = dict(zip((a.name for a in schema), node.args))
+        values.update(node.kwargs)
+        causal = bool(values.get("is_causal", False))
+        masked = values.get("attn_mask") is not None or values.get("attn_bias") is not None
+        if _is_dynamic(k[2]) or _is_dynamic(v[2]):
+            if not causal or masked or q[2] != k[2]:
+                raise Unsupported(f"{name}: a non-causal or masked attention over padded keys")
+        if values.get("dropout_p", 0.0):
+            raise Unsupported(f"{name} with dropout")
+        padded = tuple(d for d in range(len(q)) if _is_dynamic(q[d]))
+        if padded and kind == "backward":
+            # The keys' and values' gradients sum over the queries: padded queries'
+            # output gradients must be zeros. (A real query never weighs a padded key,
+            # causal; a padded query's own rows never reach a real one.)
+            plan.masks.append(Mask(0, padded, 0))
+        layouts = []
+        for shape in out_shapes:
+            if len(shape) == len(q):
+                layouts.append(
+                    q if shape[-1] == _product(q[-1]) else q[:-1] + (_dim_of(shape[-1]),)
+                )
+            elif len(shape) == len(q) - 1:
+                layouts.append(q[:-1])
+            else:
+                layouts.append(tuple(_dim_of(e) for e in shape))
+        if kind == "backward":
+            layouts = [q, k, v] + layouts[3:]
+        self.set_out(node, layouts)
+
+    def creation_rule(self, node, plan, out_shapes, name):
+        self.set_out(node, [tuple(_dim_of(e) for e in out_shapes[0])])
+
+    def split_rule(self, node, plan, out_shapes, name):
+        source = self.layout(node.args[0])
+        dim = (
+            (node.args[2] if len(node.args) > 2 else 0)
+            if node.target is not aten.unbind.int
+            else (node.args[1] if len(node.args) > 1 else 0)
+        )
+        dim %= len(source)
+        if _is_dynamic(source[dim]):
+            raise Unsupported(f"{name} along a padded dimension")
+        outs = []
+        for shape in out_shapes:
+            if node.target is aten.unbind.int:
+                outs.append(source[:dim] + source[dim + 1 :])
+            else:
+                outs.append(source[:dim] + ((int(shape[dim]),),) + source[dim + 1 :])
+        self.set_out(node, outs)
+
+    def cat_rule(self, node, plan, out_shapes, name):
+        tensors = [t for t in node.args[0] if self.layout(t) is not None]
+        dim = node.args[1] if len(node.args) > 1 else 0
+        layouts = [self.layout(t) for t in tensors if len(self.layout(t)) > 0]
+        rank = len(out_shapes[0])
+        dim %= rank
+        if any(_is_dynamic(layout[dim]) for layout in layouts):
+            raise Unsupported(f"{name} along a padded dimension")
+        others = [tuple((1,) if d == dim else layout[d] for d in range(rank)) for layout in layouts]
+        out = list(_broadcast(others, out_shapes[0], name))
+        out[dim] = (int(out_shapes[0][dim]),)
+        self.set_out(node, [tuple(out)])
+
+    def slice_rule(self, node, plan, out_shapes, name):
+        source = self.layout(node.args[0])
+        dim = node.args[1] % len(source)
+        if not _is_dynamic(source[dim]):
+            if node.target is aten.select.int:
+                self.set_out(node, [source[:dim] + source[dim + 1 :]])
+            else:
+                self.set_out(
+                    node, [source[:dim] + (_dim_of(out_shapes[0][dim]),) + source[dim + 1 :]]
+                )
+            return
+        if len(source[dim]) > 1:
+            raise Unsupported(f"{name}: a part of a merged padded dimension")
+        if node.target is aten.select.int:
+            index = node.args[2]
+            if not isinstance(index, int):
+                raise Unsupported(f"{name}: a symbolic index into a padded dimension")
+            if index < 0:
+                plan.select_from_end = (dim, index, source[dim][0])
+            self.set_out(node, [source[:dim] + source[dim + 1 :]])
+            return
+        args = list(node.args) + [None] * 5
+        start, step = args[2] or 0, args[4] or 1
+        if not isinstance(start, int) or start < 0 or step != 1:
+            # Counted from the end, or strided: the padding would move into the result.
+            raise Unsupported(f"{name}: a part of a padded dimension counted from its end")
+        self.set_out(node, [source[:dim] + (_dim_of(out_shapes[0][dim]),) + source[dim + 1 :]])
+
+
+def analyze(gm: torch.fx.GraphModule, known: dict[str, Layout] | None = None) -> Plan:
+    """The plan to run `gm` padded; raises Unsupported (why) where it cannot. `known`:
+    the layouts of inputs that a bucketed forward saved for this backward."""
+    return _Analysis(gm, known).run()
+
+
+def inputs_plan(gm: torch.fx.GraphModule, known: dict[str, Layout] | None = None) -> Plan:
+    """The layouts of `gm`'s inputs and where its symbols come from, without its
+    operators: enough to cut padded inputs back to their real sizes."""
+    analysis = _Analysis(gm, known)
+    analysis.placeholders_only = True
+    return analysis.run()
+
+
+def has_symbols(gm: torch.fx.GraphModule) -> bool:
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt) and _expr(val).free_symbols:
+            return True
+        if isinstance(val, torch.Tensor) and any(_expr(s).free_symbols for s in val.shape):
+            return True
+    return False
+
+
+# --- running padded ------------------------------------------------------------------
+
+
+def _evaluate(expr: sympy.Expr, values: dict) -> Any:
+    """`expr` at the given symbol values (ints, or 0-d tensors), with Python operators,
+    so that tensors give tensor arithmetic in the program."""
+    if expr.is_Symbol:
+        return values[expr]
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Number:
+        return float(expr)
+    if isinstance(expr, sympy.Add):
+        out = 0
+        for a in expr.args:
+            out = out + _evaluate(a, values)
+        return out
+    if isinstance(expr, sympy.Mul):
+        out = 1
+        for a in expr.args:
+            out = out * _evaluate(a, values)
+        return out
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer:
+        base = _evaluate(expr.base, values)
+        if int(expr.exp) >= 0:
+            return base ** int(expr.exp)
+        return 1.0 / (base ** -int(expr.exp))
+    name = type(expr).__name__
+    args = [_evaluate(a, values) for a in expr.args]
+    if name == "FloorDiv":
+        return args[0] // args[1]
+    if name in ("Mod", "PythonMod"):
+        return args[0] % args[1]
+    if name in ("ToFloat", "IntTrueDiv", "FloatTrueDiv"):
+        return args[0] / args[1] if len(args) == 2 else args[0] * 1.0
+    raise Unsupported(f"a size expression {expr}")
+
+
+class PaddedInterpreter(torch.fx.Interpreter):
+    """Runs the graph on padded inputs with the plan's masks; `real` holds each
+    symbol's real value as a 0-d device tensor."""
+
+    def __init__(self, gm: torch.fx.GraphModule, plan: Plan) -> None:
+        super().__init__(gm, garbage_collect_values=True)
+        self.plan = plan
+        self.real: dict = {}
+        self.padded: dict = {}
+        self._masks: dict = {}
+
+    def bind(self, real: dict, padded: dict) -> None:
+        self.real, self.padded, self._masks = real, padded, {}
+
+    def _dim_mask(self, layout_dim: Dim, size: int, device: torch.device) -> torch.Tensor:
+        key = (layout_dim, size)
+        mask = self._masks.get(key)
+        if mask is not None:
+            return mask
+        index = torch.arange(size, device=device)
+        stride = size
+        mask = None
+        for factor in layout_dim:
+            extent = int(_evaluate(factor, self.padded)) if not isinstance(factor, int) else factor
+            stride //= extent
+            if isinstance(factor, int):
+                continue
+            coordinate = index if stride == 1 else index // stride
+            if stride * extent != size:
+                coordinate = coordinate % extent
+            valid = coordinate < _evaluate(factor, self.real)
+            mask = valid if mask is None else mask & valid
+        self._masks[key] = mask
+        return mask
+
+    def masked(self, tensor: torch.Tensor, layout: Layout, dims: Sequence[int], fill: Any):
+        mask = None
+        rank = tensor.dim()
+        for d in dims:
+            m = self._dim_mask(layout[d], tensor.shape[d], tensor.device)
+            shape = [1] * rank
+            shape[d] = tensor.shape[d]
+            m = m.view(shape)
+            mask = m if mask is None else mask & m
+        if mask is None:
+            return tensor
+        if tensor.dtype == torch.bool:
+            fill = bool(fill)
+        elif not tensor.dtype.is_floating_point and not tensor.dtype.is_complex:
+            if fill in (float("inf"), float("-inf")):
+                info = torch.iinfo(tensor.dtype)
+                fill = info.max if fill > 0 else info.min
+            fill = int(fill)
+        out = torch.where(mask, tensor, fill)
+        if out.stride() != tensor.stride():
+            # Later views in the graph were traced for the operand's strides.
+            out = torch.empty_strided(
+                tensor.shape, tensor.stride(), dtype=tensor.dtype, device=tensor.device
+            ).copy_(out)
+        return out
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        self._node = n
+        return super().run_node(n)
+
+    def call_function(self, target, args, kwargs):
+        node = self._node
+        plan = self.plan.nodes.get(node.name)
+        if plan is None:
+            return super().call_function(target, args, kwargs)
+        args = list(args)
+        for i, expr in plan.values.items():
+            args[i] = _evaluate(expr, self.real)
+            if isinstance(args[i], torch.Tensor) and "Scalar" in target._overloadname:
+                target = target.overloadpacket.Tensor
+        for mask in plan.masks:
+            arg_node = node.args[mask.arg]
+            layout = self.plan.layouts[arg_node.name]
+            args[mask.arg] = self.masked(args[mask.arg], layout, mask.dims, mask.fill)
+        if plan.select_from_end is not None:
+            # x.select(dim, -k) reads the k-th element from the real end.
+            dim, index, size = plan.select_from_end
+            position = (_evaluate(size, self.real) + index).view(1)
+            return torch.index_select(args[0], dim, position).squeeze(dim)
+        out = super().call_function(target, tuple(args), kwargs)
+        if plan.mean_of is not None:
+            # The mean over the padded extent, rescaled to the real element count.
+            layout = self.plan.layouts[node.args[0].name]
+            padded_count, real_count = 1, 1
+            for d in plan.mean_of:
+                padded_count *= args[0].shape[d]
+                real_count = real_count * _evaluate(_product(layout[d]), self.real)
+            out = out * padded_count / real_count
+        return out
