@@ -78,7 +78,7 @@ def _run(variant: str, args, config, weights) -> dict:
         "compiles": compiles,
         "total": total,
         "step": statistics.median(times[len(times) // 2 :]),
-        "loss": float(loss),
+        "loss": float(loss.detach()),
     }
 
 

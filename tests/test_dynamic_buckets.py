@@ -185,3 +185,35 @@ def test_turning_buckets_off_runs_exact_sizes():
     )
     assert out.returncode == 0, out.stderr
     assert "TORCH_TPU_DYNAMIC_BUCKETS=0" in out.stdout
+
+
+def _next_token(model, idx):
+    return model(idx)[:, -1].argmax(-1, keepdim=True)
+
+
+def test_greedy_generation_over_varied_prompts_compiles_per_bucket_not_per_size():
+    torch.manual_seed(0)
+    config = Config(vocab=32, context=64, width=32, heads=2, layers=1)
+    cpu = GPT(config).eval()
+    tpu = GPT(config).eval()
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.to("tpu")
+    next_token = torch.compile(_next_token, backend="tpu", dynamic=True)
+    generator = torch.Generator().manual_seed(2)
+    policy = BucketPolicy()
+    met = set()
+    with torch.no_grad():
+        for i in range(20):
+            batch, length = 1 + i % 8, 3 + 2 * i
+            idx_cpu = torch.randint(0, config.vocab, (batch, length), generator=generator)
+            idx_tpu = idx_cpu.to("tpu")
+            for _ in range(3):
+                met.add((policy.bucket(idx_cpu.shape[0]), policy.bucket(idx_cpu.shape[1])))
+                idx_cpu = torch.cat([idx_cpu, _next_token(cpu, idx_cpu)], 1)
+                idx_tpu = torch.cat([idx_tpu, next_token(tpu, idx_tpu)], 1)
+            assert torch.equal(idx_tpu.cpu(), idx_cpu), (batch, length)
+    graphs = [g for g in _graphs().values() if g["padded_calls"]]
+    assert graphs, _graphs()
+    sizes = 20 * 3
+    for graph in graphs:
+        assert graph["programs"] <= len(met) < sizes, graph

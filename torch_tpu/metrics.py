@@ -22,10 +22,20 @@ def snapshot() -> dict:
     skipped lowering), tier_ups and pinned_programs; for defer_and_fuse fused_graphs,
     fused_ops, fused_reuses (graphs that reused an earlier graph's executable) and
     early_cuts (graphs run early because the host had waited for the device; see the
-    README, "Eager modes")."""
-    return _C._metrics_snapshot()
+    README, "Eager modes"). ``compiled_graphs``: per graph of torch.compile(backend="tpu")
+    (by label), the programs built for it, the size buckets it met (graphs with dynamic
+    sizes), calls run padded to a bucket or at exact sizes, and why a graph with
+    dynamic sizes is not bucketed ("" when it is)."""
+    from torch_tpu.compile import bucketed
+
+    counters = _C._metrics_snapshot()
+    counters["compiled_graphs"] = bucketed.snapshot()
+    return counters
 
 
 def reset() -> None:
     """Sets every counter back to zero (compiled programs stay cached)."""
+    from torch_tpu.compile import bucketed
+
     _C._metrics_reset()
+    bucketed.reset()

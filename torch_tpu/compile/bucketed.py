@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sympy
@@ -66,7 +67,23 @@ def snapshot() -> dict:
 
 
 def reset() -> None:
-    GraphStats.registry.clear()
+    """Sets every graph's counters back to zero (the graphs stay listed)."""
+    for stats in GraphStats.registry.values():
+        stats.programs = stats.padded_calls = stats.exact_calls = 0
+        stats.buckets.clear()
+
+
+@dataclass
+class _Sizes:
+    """One call's sizes: each symbol's real and padded value; per dynamic input its
+    padded shape, real shape, real shape unfolded into factors and F.pad's widths; the
+    padded value of each SymInt input; per output its real shape or value."""
+
+    real: dict
+    padded: dict
+    inputs: dict
+    symbolic_args: dict
+    outputs: dict
 
 
 class BucketedGraph:
@@ -93,6 +110,7 @@ class BucketedGraph:
         self.outputs = list(results) if isinstance(results, (list, tuple)) else [results]
         self.saved_from = saved_from
         self._size_tensors: dict[tuple[int, str], torch.Tensor] = {}
+        self._sizes: dict[tuple, _Sizes] = {}
 
     # --- sizes ------------------------------------------------------------------------
 
@@ -120,28 +138,21 @@ class BucketedGraph:
 
     # --- padding and slicing ------------------------------------------------------------
 
-    def _pad(self, tensor: torch.Tensor, node: torch.fx.Node, real: dict, padded: dict):
-        target = self._shape_at(node, padded)
+    def _pad(self, tensor: torch.Tensor, node: torch.fx.Node, sizes: _Sizes) -> torch.Tensor:
+        target, expected, unfolded, pad = sizes.inputs[node.name]
         if list(tensor.shape) == target:
             return tensor  # a saved activation, padded by the forward
-        expected = self._shape_at(node, real)
         if list(tensor.shape) != expected:
             raise RuntimeError(
                 f"torch_tpu: a compiled graph's input {node.name} has shape "
                 f"{list(tensor.shape)}, expected {expected} (or padded {target})"
             )
-        layout = self.plan.layouts[node.name]
-        if any(len(dim) > 1 and padding._is_dynamic(dim) for dim in layout):
-            raise padding.Unsupported(f"input {node.name} merges padded dimensions")
-        pad: list[int] = []
-        for have, want in zip(reversed(expected), reversed(target)):
-            pad += [0, want - have]
-        if (
-            tensor.device.type == "tpu"
-            and tensor.numel() * tensor.element_size() <= _HOST_PAD_BYTES
-        ):
-            return F.pad(tensor.cpu(), pad).to(tensor.device)
-        return F.pad(tensor, pad)
+        small = tensor.numel() * tensor.element_size() <= _HOST_PAD_BYTES
+        source = tensor.cpu() if tensor.device.type == "tpu" and small else tensor
+        # Each factor of each dimension padded at its end (a dimension merging padded
+        # sizes is unfolded first).
+        out = F.pad(source.reshape(unfolded), pad).reshape(target)
+        return out.to(tensor.device) if source is not tensor else out
 
     def _slice(self, tensor: torch.Tensor, node: torch.fx.Node, real: dict, padded: dict):
         expected = self._shape_at(node, real)
@@ -172,29 +183,83 @@ class BucketedGraph:
 
     # --- the call ---------------------------------------------------------------------
 
-    def prepare(self, args: Sequence[Any]) -> tuple[list[Any], dict, dict]:
-        """The padded arguments (plus each symbol's real size as a 0-d tensor), and
-        the real and padded value of each symbol."""
-        real = self.bind(args)
+    def sizes(self, real: dict) -> _Sizes:
+        """The padded sizes for these real ones, and every shape derived from them
+        (kept per real sizes: a steady loop computes them once)."""
+        key = tuple(real[s] for s in self.plan.symbols)
+        found = self._sizes.get(key)
+        if found is not None:
+            return found
         padded = {s: self.policy.bucket(v) for s, v in real.items()}
+        inputs = {}
+        for node in self.placeholders:
+            val = node.meta.get("val")
+            if not isinstance(val, torch.Tensor) or not any(
+                isinstance(d, torch.SymInt) for d in val.shape
+            ):
+                continue
+            layout = self.plan.layouts[node.name]
+            unfolded, pad = [], []
+            for dim in layout:
+                for factor in dim:
+                    have = (
+                        int(padding._evaluate(factor, real))
+                        if not isinstance(factor, int)
+                        else factor
+                    )
+                    want = (
+                        int(padding._evaluate(factor, padded))
+                        if not isinstance(factor, int)
+                        else factor
+                    )
+                    unfolded.append(have)
+                    pad = [0, want - have] + pad
+            inputs[node.name] = (
+                self._shape_at(node, padded),
+                self._shape_at(node, real),
+                unfolded,
+                pad,
+            )
+        symbolic_args = {
+            node.name: int(padding._evaluate(padding._expr(node.meta["val"]), padded))
+            for node in self.placeholders
+            if isinstance(node.meta.get("val"), torch.SymInt)
+        }
+        outputs = {}
+        for node in self.outputs:
+            if isinstance(node, torch.fx.Node) and isinstance(node.meta.get("val"), torch.Tensor):
+                outputs[node.name] = self._shape_at(node, real)
+            elif isinstance(node, torch.fx.Node) and isinstance(
+                node.meta.get("val"), (torch.SymInt, torch.SymFloat)
+            ):
+                value = padding._evaluate(sympy.sympify(node.meta["val"].node.expr), real)
+                is_int = isinstance(node.meta["val"], torch.SymInt)
+                outputs[node.name] = int(value) if is_int else float(value)
+        sizes = _Sizes(real, padded, inputs, symbolic_args, outputs)
+        if len(self._sizes) > 1024:
+            self._sizes.clear()
+        self._sizes[key] = sizes
+        return sizes
+
+    def prepare(self, args: Sequence[Any]) -> tuple[list[Any], _Sizes]:
+        """The padded arguments (plus each symbol's real size as a 0-d tensor), and
+        the sizes of this call."""
+        sizes = self.sizes(self.bind(args))
         device = next(
             (a.device for a in args if isinstance(a, torch.Tensor) and a.device.type == "tpu"),
-            None,
+            torch.device("tpu"),
         )
-        if device is None:
-            raise padding.Unsupported("no tpu tensor among the inputs")
         new_args: list[Any] = []
         for node, arg in zip(self.placeholders, args):
-            val = node.meta.get("val")
-            if isinstance(val, torch.SymInt):
-                new_args.append(int(padding._evaluate(padding._expr(val), padded)))
-            elif isinstance(arg, torch.Tensor) and isinstance(val, torch.Tensor):
-                new_args.append(self._pad(arg, node, real, padded))
+            if node.name in sizes.symbolic_args:
+                new_args.append(sizes.symbolic_args[node.name])
+            elif node.name in sizes.inputs and isinstance(arg, torch.Tensor):
+                new_args.append(self._pad(arg, node, sizes))
             else:
                 new_args.append(arg)
         for symbol in self.plan.symbols:
-            new_args.append(self._size_tensor(real[symbol], device))
-        return new_args, real, padded
+            new_args.append(self._size_tensor(sizes.real[symbol], device))
+        return new_args, sizes
 
     def program(self, padded: dict) -> Callable:
         """What the deferred run executes: the graph on the padded arguments, with the
@@ -214,23 +279,22 @@ class BucketedGraph:
 
         return run
 
-    def finish(self, outputs: Any, real: dict, padded: dict) -> Any:
+    def finish(self, outputs: Any, sizes: _Sizes) -> Any:
         """The outputs as the caller sees them: real sizes (saved activations stay
         padded), symbolic outputs at their real values."""
         single = not isinstance(outputs, (list, tuple))
         values = [outputs] if single else list(outputs)
         for i, node in enumerate(self.outputs):
-            if not isinstance(node, torch.fx.Node):
+            if not isinstance(node, torch.fx.Node) or node.name not in sizes.outputs:
                 continue
-            val = node.meta.get("val")
-            if isinstance(val, torch.SymInt):
-                values[i] = int(padding._evaluate(padding._expr(val), real))
-            elif isinstance(val, torch.SymFloat):
-                values[i] = float(padding._evaluate(sympy.sympify(val.node.expr), real))
-            elif isinstance(values[i], torch.Tensor) and isinstance(val, torch.Tensor):
+            expected = sizes.outputs[node.name]
+            if not isinstance(expected, list):
+                values[i] = expected  # a symbolic size, at its real value
+            elif isinstance(values[i], torch.Tensor):
                 if self.saved_from is not None and i >= self.saved_from:
                     continue
-                values[i] = self._slice(values[i], node, real, padded)
+                if list(values[i].shape) != expected:
+                    values[i] = self._slice(values[i], node, sizes.real, sizes.padded)
         if single:
             return values[0]
         return type(outputs)(values) if isinstance(outputs, tuple) else values

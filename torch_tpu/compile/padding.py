@@ -145,6 +145,7 @@ class Mask:
     arg: int
     dims: tuple[int, ...]
     fill: Any
+    element: int | None = None  # the argument is a list: mask its element
 
 
 @dataclass
@@ -168,6 +169,8 @@ class Plan:
     symbols: list[sympy.Symbol]
     # symbol -> (placeholder index, dim or None for a SymInt placeholder)
     sources: dict[sympy.Symbol, tuple[int, int | None]]
+    # symbol -> what the user calls it (Dynamo's source, "L['x'].size()[1]")
+    names: dict[sympy.Symbol, str] = field(default_factory=dict)
 
 
 def _op_name(target: Any) -> str:
@@ -285,7 +288,27 @@ class _Analysis:
         if missing:
             raise Unsupported(f"the real value of {sorted(map(str, missing))} is not an input")
         sources = {s: min(c)[1:] for s, c in candidates.items()}
-        return Plan(self.layouts, self.nodes, sorted(symbols, key=str), sources)
+        ordered = sorted(symbols, key=str)
+        return Plan(self.layouts, self.nodes, ordered, sources, self.names(symbols))
+
+    def names(self, symbols: set) -> dict:
+        """Each symbol by the user's name for it, from Dynamo's shape environment."""
+        shape_env = None
+        for node in self.gm.graph.nodes:
+            val = node.meta.get("val")
+            sizes = [val] if isinstance(val, torch.SymInt) else []
+            if isinstance(val, torch.Tensor):
+                sizes = [s for s in val.shape if isinstance(s, torch.SymInt)]
+            if sizes:
+                shape_env = sizes[0].node.shape_env
+                break
+        known = getattr(shape_env, "var_to_sources", {}) if shape_env is not None else {}
+        names = {}
+        for symbol in symbols:
+            sources = known.get(symbol) or []
+            name = sources[0].name if sources else str(symbol)
+            names[symbol] = name() if callable(name) else str(name)
+        return names
 
     def call(self, node: torch.fx.Node) -> None:
         target = node.target
@@ -297,11 +320,15 @@ class _Analysis:
             if isinstance(source, list):
                 self.layouts[node.name] = source[node.args[1]]
             return
+        tensors = [a for a in _flat_args(node) if self.layout(a) is not None]
         if not isinstance(target, torch._ops.OpOverload):
-            return  # symbolic arithmetic on sizes (operator.mul, sym_size, ...)
+            # Arithmetic on sizes (operator.mul, sym_size) runs on the padded sizes; a
+            # call of anything else with tensors (a higher-order op) is not known.
+            if tensors or isinstance(node.meta.get("val"), torch.Tensor):
+                raise Unsupported(f"{name}, not an ATen operator")
+            return
         self.value_uses(node, plan)
-        inputs = [a for a in node.args if self.layout(a) is not None]
-        dynamic_in = any(self.dynamic_dims(a) for a in inputs)
+        dynamic_in = any(self.dynamic_dims(a) for a in tensors)
         out_shapes = self.out_shapes(node)
         dynamic_out = any(e.free_symbols for shape in out_shapes for e in shape)
         if not dynamic_in and not dynamic_out:
@@ -326,8 +353,9 @@ class _Analysis:
 
     def value_uses(self, node: torch.fx.Node, plan: NodePlan) -> None:
         """Symbolic sizes passed where the schema takes a value (a Scalar, a Tensor)
-        are read as their real value; sizes passed as sizes (int, int[]) are padded."""
-        if node.target in _CREATION:
+        are read as their real value, a 0-d tensor in the program; sizes passed as sizes
+        (int, int[], arange's bounds) are padded."""
+        if node.target in (aten.arange.default, aten.arange.start, aten.arange.start_step):
             return
         schema = node.target._schema.arguments
         for i, arg in enumerate(node.args):
@@ -335,12 +363,21 @@ class _Analysis:
                 continue
             val = arg.meta.get("val")
             if isinstance(val, (torch.SymInt, torch.SymFloat)):
-                if "int" in str(schema[i].type):
+                kind = str(schema[i].type)
+                if "int" in kind:
                     continue
                 expr = sympy.sympify(val.node.expr)
-                if isinstance(val, torch.SymInt) and not expr.free_symbols:
+                if not expr.free_symbols:
                     continue
+                if kind != "Tensor" and not (
+                    kind == "number" and "Scalar" in node.target._overloadname
+                ):
+                    raise Unsupported(f"{_op_name(node.target)} takes a size as a value")
                 plan.values[i] = expr
+        for value in node.kwargs.values():
+            val = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+            if isinstance(val, (torch.SymInt, torch.SymFloat)):
+                raise Unsupported(f"{_op_name(node.target)} takes a size as a keyword value")
 
     def rule_for(self, target: Any) -> Callable | None:
         if target in _VIEWS:
@@ -365,6 +402,8 @@ class _Analysis:
             return self.layer_norm_backward_rule
         if target is aten.embedding.default:
             return self.embedding_rule
+        if target is aten.index.Tensor:
+            return self.index_rule
         if target is aten.embedding_dense_backward.default:
             return self.embedding_backward_rule
         if target in (aten.nll_loss_forward.default, aten.nll_loss_backward.default):
@@ -535,6 +574,20 @@ class _Analysis:
             plan.masks.append(Mask(1, padded, 0))
         self.set_out(node, [indices + weight[1:]])
 
+    def index_rule(self, node, plan, out_shapes, name):
+        """table[indices] with one index tensor on a static first dimension: a lookup,
+        like an embedding (rotary tables read at positions)."""
+        table = self.layout(node.args[0])
+        indices = list(node.args[1])
+        if len(indices) != 1 or self.layout(indices[0]) is None or _is_dynamic(table[0]):
+            raise Unsupported(f"{name}: indexing other than one lookup in a static table")
+        if indices[0].meta["val"].dtype == torch.bool:
+            raise Unsupported(f"{name} with a boolean mask")
+        padded = self.dynamic_dims(indices[0])
+        if padded:
+            plan.masks.append(Mask(1, padded, 0, element=0))
+        self.set_out(node, [self.layout(indices[0]) + table[1:]])
+
     def embedding_backward_rule(self, node, plan, out_shapes, name):
         indices = self.layout(node.args[1])
         args = list(node.args) + [None] * 5
@@ -663,6 +716,17 @@ class _Analysis:
             # Counted from the end, or strided: the padding would move into the result.
             raise Unsupported(f"{name}: a part of a padded dimension counted from its end")
         self.set_out(node, [source[:dim] + (_dim_of(out_shapes[0][dim]),) + source[dim + 1 :]])
+
+
+def _flat_args(node: torch.fx.Node) -> list:
+    """The node's arguments, lists and keywords included, flattened."""
+    out: list = []
+    for arg in [*node.args, *node.kwargs.values()]:
+        if isinstance(arg, (list, tuple)):
+            out.extend(arg)
+        else:
+            out.append(arg)
+    return out
 
 
 def analyze(gm: torch.fx.GraphModule, known: dict[str, Layout] | None = None) -> Plan:
@@ -805,6 +869,13 @@ class PaddedInterpreter(torch.fx.Interpreter):
             if isinstance(args[i], torch.Tensor) and "Scalar" in target._overloadname:
                 target = target.overloadpacket.Tensor
         for mask in plan.masks:
+            if mask.element is not None:
+                arg_node = node.args[mask.arg][mask.element]
+                items = list(args[mask.arg])
+                layout = self.plan.layouts[arg_node.name]
+                items[mask.element] = self.masked(items[mask.element], layout, mask.dims, mask.fill)
+                args[mask.arg] = items
+                continue
             arg_node = node.args[mask.arg]
             layout = self.plan.layouts[arg_node.name]
             args[mask.arg] = self.masked(args[mask.arg], layout, mask.dims, mask.fill)

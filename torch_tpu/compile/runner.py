@@ -125,17 +125,17 @@ def graph_runner(
     splits: dict[tuple[bool, ...], Callable[[list[Any]], Any] | None] = {}
 
     def run_padded(args: list[Any]) -> Any:
-        padded_args, real, padded = padded_graph.prepare(args)
+        padded_args, sizes = padded_graph.prepare(args)
         stats.padded_calls += 1
-        stats.buckets.add(tuple(padded[s] for s in padded_graph.plan.symbols))
+        stats.buckets.add(tuple(sizes.padded[s] for s in padded_graph.plan.symbols))
         out = replay.run(padded_args) if replay is not None else None
         if out is None:
             before = _programs_built()
-            out = _run_fused(padded_graph.program(padded), padded_args, replay, logged)
+            out = _run_fused(padded_graph.program(sizes.padded), padded_args, replay, logged)
             if _programs_built() > before:
                 stats.programs += 1
-                _log_bucket(label, real, padded)
-        return padded_graph.finish(out, real, padded)
+                _log_bucket(label, sizes.real, sizes.padded, padded_graph.plan.names)
+        return padded_graph.finish(out, sizes)
 
     def run_graph(args: list[Any]) -> Any:
         if padded_graph is not None:
@@ -178,10 +178,13 @@ def _programs_built() -> int:
     return counters["compiles"] + counters["disk_hits"]
 
 
-def _log_bucket(label: str, real: dict, padded: dict) -> None:
+def _log_bucket(label: str, real: dict, padded: dict, names: dict) -> None:
+    """Says which sizes, in which buckets, made a new program (TORCH_TPU_LOG_RECOMPILES)."""
     if _C._get_log_recompiles():
-        sizes = ", ".join(f"{s}={real[s]} -> bucket {padded[s]}" for s in sorted(real, key=str))
-        print(f"[torch_tpu] {label}: a program for a new bucket ({sizes})", file=sys.stderr)
+        sizes = ", ".join(
+            f"{names.get(s, s)} = {real[s]} in bucket {padded[s]}" for s in sorted(real, key=str)
+        )
+        print(f"[torch_tpu] {label}: a program for a new bucket: {sizes}", file=sys.stderr)
 
 
 def _split_runner(
