@@ -4,22 +4,26 @@ with size buckets (the default), without them (TORCH_TPU_DYNAMIC_BUCKETS=0: a pr
 per distinct length), with every batch padded to the longest length (one static
 shape, padded targets ignored by the loss), and PyTorch CPU eager on the same loop.
 
-    python bench/dynamic.py [--steps 60] [--batch 8] [--min-length 16] [--max-length 512]
+    python bench/dynamic.py [--steps 120] [--batch 8] [--min-length 16] [--max-length 512]
 
 Lengths are drawn from a fixed seeded distribution, the same for every variant; each
-variant starts from the same weights with a fresh Dynamo cache. Columns: programs
-compiled (torch_tpu.metrics), total time of the loop (compiles included), steady step
-time (median of the last half of the steps, each step waited for) and the final loss;
-ratios are against PyTorch CPU eager. The variants run one after another, not
-interleaved: what is measured is the whole loop, compiles included.
+variant runs in a fresh process with an empty compile cache (TORCH_TPU_CACHE_DIR in a
+temporary directory), from the same weights. Columns: programs compiled
+(torch_tpu.metrics: the graphs' and the optimizer's), total time of the loop (compiles
+included), steady step time (median over the last half of the steps, each step waited
+for) and the final loss; ratios are against PyTorch CPU eager. The variants run one after
+another, not interleaved: what is measured is a whole loop, compiles included.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -46,15 +50,15 @@ def _loss(model, x, y):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
 
 
-def _run(variant: str, args, config, weights) -> dict:
+def _run(variant: str, args, config) -> dict:
     device = "cpu" if variant == "cpu eager" else "tpu"
-    os.environ["TORCH_TPU_DYNAMIC_BUCKETS"] = "0" if variant == "no buckets" else "1"
-    torch._dynamo.reset()
+    torch.manual_seed(0)
     model = GPT(config)
-    model.load_state_dict(weights)
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    step = _loss if device == "cpu" else torch.compile(_loss, backend="tpu", dynamic=True)
+    # Padded to the maximum, every batch has one shape: compiled as a static graph.
+    dynamic = variant != "pad to max"
+    step = _loss if device == "cpu" else torch.compile(_loss, backend="tpu", dynamic=dynamic)
     if device == "tpu":
         torch_tpu.metrics.reset()
     times = []
@@ -82,24 +86,47 @@ def _run(variant: str, args, config, weights) -> dict:
     }
 
 
+def _in_fresh_process(variant: str, argv: list[str]) -> dict:
+    env = dict(os.environ, TORCH_TPU_DYNAMIC_BUCKETS="0" if variant == "no buckets" else "1")
+    with tempfile.TemporaryDirectory() as cache:
+        env["TORCH_TPU_CACHE_DIR"] = cache
+        out = subprocess.run(
+            [sys.executable, __file__, *argv, "--one", variant],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    if out.returncode != 0:
+        raise SystemExit(f"variant {variant!r} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--min-length", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--variants", default="buckets,no buckets,pad to max,cpu eager")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = parser.parse_args()
     config = Config(vocab=64, context=args.max_length, width=64, heads=4, layers=2)
-    torch.manual_seed(0)
-    weights = GPT(config).state_dict()
+    if args.one:
+        print(json.dumps(_run(args.one, args, config)))
+        return
+    argv = [
+        f"--steps={args.steps}",
+        f"--batch={args.batch}",
+        f"--min-length={args.min_length}",
+        f"--max-length={args.max_length}",
+    ]
     lengths = {x.shape[1] for x, _ in _batches(args, config)}
     print(
         f"GPT {sum(p.numel() for p in GPT(config).parameters()) / 1e6:.2f}M parameters, "
         f"batch {args.batch}, {args.steps} steps, {len(lengths)} distinct lengths in "
         f"[{args.min_length}, {args.max_length}], AdamW"
     )
-    results = {v: _run(v, args, config, weights) for v in args.variants.split(",")}
+    results = {v: _in_fresh_process(v, argv) for v in args.variants.split(",")}
     base = results.get("cpu eager")
     columns = ("programs", "total s", "step ms", "total/CPU", "step/CPU", "loss")
     print(f"{'variant':<12} " + " ".join(f"{c:>9}" for c in columns))

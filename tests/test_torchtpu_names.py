@@ -42,7 +42,8 @@ TORCHTPU_SCRIPT = textwrap.dedent(
         step = torch.compile(lambda t: (t @ t).relu().sum(), backend="tpu", options=options)
         assert abs(step(x).item() - expected) < 1e-4
     notes = [str(w.message) for w in caught if "TorchTPU compatibility" in str(w.message)]
-    assert len(notes) == len(options), notes
+    # The bucket options choose the buckets of dynamic sizes; the other three are noted.
+    assert sorted(n.split("'")[1] for n in notes) == ["async_compile", "name", "serializable"], notes
     print("OK")
     """
 )
