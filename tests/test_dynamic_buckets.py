@@ -69,6 +69,7 @@ def _reductions(x, w):
         h[:, -1],  # the last real row
         h[:, 1:].sum(1),
         h.mean(),
+        h.reshape(-1, 8),  # an output merging a padded dimension, cut back to real rows
     )
 
 
@@ -136,26 +137,32 @@ def test_a_dynamic_padding_training_loop_compiles_per_bucket_and_matches_the_cpu
         assert graph["programs"] <= len(buckets), graph
 
 
-def test_an_operator_unsafe_over_padding_runs_at_exact_sizes_and_says_why(capfd):
+def test_an_operator_unsafe_over_padding_runs_at_exact_sizes_and_says_why():
     fn = torch.compile(lambda x: x.cumsum(1) * 2, backend="tpu", dynamic=True)
-    with (
-        torch_tpu.cache.log_recompiles(True)
-        if hasattr(torch_tpu.cache, "log_recompiles")
-        else _null()
-    ):
-        for n in (3, 5, 6):
-            x = torch.randn(2, n)
-            torch.testing.assert_close(fn(x.to("tpu")).cpu(), x.cumsum(1) * 2)
+    for n in (3, 5, 6):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(fn(x.to("tpu")).cpu(), x.cumsum(1) * 2)
     reasons = [g["not_bucketed"] for g in _graphs().values() if g["exact_calls"]]
     assert any("cumsum" in r for r in reasons), _graphs()
 
 
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+def test_the_recompile_log_names_the_size_and_its_bucket():
+    code = (
+        "import torch, torch_tpu\n"
+        "fn = torch.compile(lambda x: x.softmax(-1), backend='tpu', dynamic=True)\n"
+        "for n in (3, 5, 6, 9): fn(torch.ones(2, n, device='tpu'))\n"
+        "g = torch.compile(lambda x: x.cumsum(1), backend='tpu', dynamic=True)\n"
+        "for n in (3, 5): g(torch.ones(2, n, device='tpu'))\n"
+    )
+    env = dict(os.environ, TORCH_TPU_LOG_RECOMPILES="1", TORCH_TPU_CACHE_DIR="")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stderr.splitlines() if "a program for a new bucket" in line]
+    assert any("L['x'].size()[1] = 5 in bucket 8" in line for line in lines), out.stderr
+    assert not any("= 6 in bucket 8" in line for line in lines), out.stderr  # no new program
+    assert "runs at exact sizes, a program per size: aten::cumsum" in out.stderr, out.stderr
 
 
 def test_bucket_options_choose_the_buckets():
@@ -217,3 +224,78 @@ def test_greedy_generation_over_varied_prompts_compiles_per_bucket_not_per_size(
     sizes = 20 * 3
     for graph in graphs:
         assert graph["programs"] <= len(met) < sizes, graph
+
+
+def _lookup_loss(table, idx, x):
+    # The forward is safe over padding; the backward of an embedding that scales
+    # gradients by frequency is not (padded indices would count): the backward runs at
+    # exact sizes on the forward's padded activations, cut back.
+    rows = F.embedding(idx, table, scale_grad_by_freq=True)
+    return (rows * x).sum()
+
+
+def test_a_backward_at_exact_sizes_after_a_bucketed_forward_and_gradients_of_dynamic_inputs():
+    torch.manual_seed(0)
+    table = torch.randn(10, 4, requires_grad=True)
+    table_tpu = table.detach().to("tpu").requires_grad_()
+    fn = torch.compile(_lookup_loss, backend="tpu")  # sizes marked dynamic below
+    for n in (3, 5, 7):
+        idx = torch.randint(0, 10, (2, n))
+        x = torch.randn(2, n, 4, requires_grad=True)
+        x_tpu = x.detach().to("tpu").requires_grad_()
+        idx_tpu = idx.to("tpu")
+        torch._dynamo.mark_dynamic(idx_tpu, 1)
+        torch._dynamo.mark_dynamic(x_tpu, 1)
+        _lookup_loss(table, idx, x).backward()
+        fn(table_tpu, idx_tpu, x_tpu).backward()
+        assert x_tpu.grad.shape == x.grad.shape
+        torch.testing.assert_close(x_tpu.grad.cpu(), x.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(table_tpu.grad.cpu(), table.grad, rtol=1e-5, atol=1e-5)
+    graphs = _graphs().values()
+    assert any(g["padded_calls"] for g in graphs), _graphs()
+    assert any("scale_grad_by_freq" in g["not_bucketed"] for g in graphs), _graphs()
+
+
+def test_a_hugging_face_llama_fine_tuning_loop_runs_bucketed_and_matches_the_cpu():
+    """GQA, rotary embeddings, RMSNorm, SwiGLU, SDPA with Hugging Face's causal mask and
+    its loss (labels shifted with F.pad): forward and backward bucketed."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        attn_implementation="sdpa",
+    )
+    cpu = transformers.LlamaForCausalLM(config)
+    tpu = transformers.LlamaForCausalLM(config)
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.to("tpu")
+
+    def step(model, ids):
+        return model(input_ids=ids, labels=ids).loss
+
+    compiled = torch.compile(step, backend="tpu", dynamic=True)
+    opt_cpu = torch.optim.SGD(cpu.parameters(), lr=0.1)
+    opt_tpu = torch.optim.SGD(tpu.parameters(), lr=0.1)
+    lengths = (17, 23, 30, 9, 12, 40, 33)
+    generator = torch.Generator().manual_seed(3)
+    for n in lengths:
+        ids = torch.randint(0, 64, (2, n), generator=generator)
+        loss_cpu = step(cpu, ids)
+        loss_cpu.backward()
+        opt_cpu.step()
+        opt_cpu.zero_grad()
+        loss_tpu = compiled(tpu, ids.to("tpu"))
+        loss_tpu.backward()
+        opt_tpu.step()
+        opt_tpu.zero_grad()
+        torch.testing.assert_close(loss_tpu.cpu(), loss_cpu, rtol=1e-4, atol=1e-4)
+    graphs = [g for g in _graphs().values() if g["padded_calls"]]
+    assert len(graphs) == 2, _graphs()  # forward and backward, both bucketed
+    for graph in graphs:
+        assert graph["programs"] <= 3 and graph["exact_calls"] == 0, graph  # 16, 32, 64

@@ -157,6 +157,13 @@ class NodePlan:
     values: dict[int, sympy.Expr] = field(default_factory=dict)
     # A select counted from the end of a padded dimension: (dim, index, its size).
     select_from_end: tuple | None = None
+    # An attention mask over padded keys: (its argument, the queries' and the keys'
+    # padded dimension); real queries are kept from padded keys, padded queries see the
+    # first key only (a row of no keys would be NaN, and NaN reaches the keys' gradients).
+    attention_mask: tuple | None = None
+    # constant_pad_nd at the end of padded dimensions: (dim, its real size, width, value)
+    # each; the padded result holds the value after the padding, not after the real end.
+    pad_after: list = field(default_factory=list)
 
 
 @dataclass
@@ -278,7 +285,10 @@ class _Analysis:
                             candidates.setdefault(e, []).append((rank, index, d))
                 index += 1
             elif node.op == "call_function" and not self.placeholders_only:
-                self.call(node)
+                try:
+                    self.call(node)
+                except Unsupported as why:
+                    raise Unsupported(f"{why}{_where(node)}") from None
             val_shape = _shape(node) or []
             for e in val_shape:
                 symbols |= e.free_symbols
@@ -416,8 +426,12 @@ class _Analysis:
             return self.split_rule
         if target is aten.cat.default:
             return self.cat_rule
+        if target is aten.constant_pad_nd.default:
+            return self.pad_rule
         if target in (aten.slice.Tensor, aten.select.int):
             return self.slice_rule
+        if target is aten.slice_scatter.default:
+            return self.slice_scatter_rule
         if torch.Tag.nondeterministic_seeded in target.tags:
             return None  # a random draw at the padded size is not the unpadded draw
         if torch.Tag.pointwise in target.tags or target in (
@@ -629,10 +643,19 @@ class _Analysis:
         values = dict(zip((a.name for a in schema), node.args))
         values.update(node.kwargs)
         causal = bool(values.get("is_causal", False))
-        masked = values.get("attn_mask") is not None or values.get("attn_bias") is not None
+        mask_name = "attn_mask" if "attn_mask" in values else "attn_bias"
+        mask = values.get(mask_name)
         if _is_dynamic(k[2]) or _is_dynamic(v[2]):
-            if not causal or masked or q[2] != k[2]:
-                raise Unsupported(f"{name}: a non-causal or masked attention over padded keys")
+            if mask is not None:
+                # The mask gets the keys' padding added: see PaddedInterpreter.
+                if mask_name not in [a.name for a in schema[: len(node.args)]]:
+                    raise Unsupported(f"{name}: a mask passed by keyword")
+                position = [a.name for a in schema].index(mask_name)
+                if kind == "backward" and list(values.get("grad_input_mask") or [])[3:4] == [True]:
+                    raise Unsupported(f"{name}: the gradient of a mask over padded keys")
+                plan.attention_mask = (position, q[2], k[2])
+            elif not causal or q[2] != k[2]:
+                raise Unsupported(f"{name}: a non-causal attention over padded keys")
         if values.get("dropout_p", 0.0):
             raise Unsupported(f"{name} with dropout")
         padded = tuple(d for d in range(len(q)) if _is_dynamic(q[d]))
@@ -676,13 +699,65 @@ class _Analysis:
                 outs.append(source[:dim] + ((int(shape[dim]),),) + source[dim + 1 :])
         self.set_out(node, outs)
 
+    def slice_scatter_rule(self, node, plan, out_shapes, name):
+        """The backward of a slice: `src` written into `input[start:end]`; over a padded
+        dimension only from a static start to the end (trailing padding stays trailing)."""
+        source = self.layout(node.args[0])
+        args = list(node.args) + [None] * 6
+        dim = (args[2] or 0) % len(source)
+        start, end, step = args[3] or 0, args[4], args[5] or 1
+        if _is_dynamic(source[dim]):
+            size = _shape(node.args[0])[dim]
+            to_the_end = (
+                end is None
+                or (isinstance(end, int) and end >= 2**62)
+                or (
+                    isinstance(end, torch.fx.Node)
+                    and sympy.simplify(_expr(end.meta["val"]) - size) == 0
+                )
+            )
+            if not isinstance(start, int) or start < 0 or step != 1 or not to_the_end:
+                raise Unsupported(f"{name}: a part of a padded dimension other than its tail")
+            if len(source[dim]) > 1:
+                raise Unsupported(f"{name}: a part of a merged padded dimension")
+        self.set_out(node, [source])
+
+    def pad_rule(self, node, plan, out_shapes, name):
+        """F.pad(x, (0, k), value): appending to a padded dimension (a loss shifting its
+        labels) moves the appended values to the real end at run time."""
+        source = self.layout(node.args[0])
+        widths = list(node.args[1])
+        value = node.args[2] if len(node.args) > 2 else 0
+        out = list(source)
+        for i in range(0, len(widths), 2):
+            dim = len(source) - 1 - i // 2
+            before, after = widths[i], widths[i + 1]
+            if not _is_dynamic(source[dim]):
+                out[dim] = _dim_of(out_shapes[0][dim])
+                continue
+            if not isinstance(before, int) or not isinstance(after, int):
+                raise Unsupported(f"{name}: a symbolic width on a padded dimension")
+            if before != 0 or after < 0 or len(source[dim]) > 1:
+                raise Unsupported(f"{name}: widths other than appending to a padded dimension")
+            if not isinstance(value, (int, float, bool)):
+                raise Unsupported(f"{name}: a symbolic value")
+            out[dim] = _dim_of(out_shapes[0][dim])
+            if after:
+                plan.pad_after.append((dim, source[dim][0], after, value))
+        self.set_out(node, [tuple(out)])
+
     def cat_rule(self, node, plan, out_shapes, name):
         tensors = [t for t in node.args[0] if self.layout(t) is not None]
         dim = node.args[1] if len(node.args) > 1 else 0
-        layouts = [self.layout(t) for t in tensors if len(self.layout(t)) > 0]
         rank = len(out_shapes[0])
+        layouts = [self.layout(t) for t in tensors if len(self.layout(t)) == rank]
         dim %= rank
         if any(_is_dynamic(layout[dim]) for layout in layouts):
+            # Joining an empty tensor (a key/value cache's first update) is the other one.
+            filled = [layout for layout in layouts if layout[dim] != (0,)]
+            if len(filled) == 1:
+                self.set_out(node, [filled[0]])
+                return
             raise Unsupported(f"{name} along a padded dimension")
         others = [tuple((1,) if d == dim else layout[d] for d in range(rank)) for layout in layouts]
         out = list(_broadcast(others, out_shapes[0], name))
@@ -718,6 +793,18 @@ class _Analysis:
         self.set_out(node, [source[:dim] + (_dim_of(out_shapes[0][dim]),) + source[dim + 1 :]])
 
 
+def _where(node: torch.fx.Node) -> str:
+    """ " (at file:line: code)" for the user's line that made `node`, where known."""
+    trace = node.meta.get("stack_trace") or ""
+    lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("File "):
+            place = lines[i][5:].replace('"', "").split(", in ")[0]
+            code = lines[i + 1] if i + 1 < len(lines) else ""
+            return f" (at {place}: {code})"
+    return ""
+
+
 def _flat_args(node: torch.fx.Node) -> list:
     """The node's arguments, lists and keywords included, flattened."""
     out: list = []
@@ -732,7 +819,13 @@ def _flat_args(node: torch.fx.Node) -> list:
 def analyze(gm: torch.fx.GraphModule, known: dict[str, Layout] | None = None) -> Plan:
     """The plan to run `gm` padded; raises Unsupported (why) where it cannot. `known`:
     the layouts of inputs that a bucketed forward saved for this backward."""
-    return _Analysis(gm, known).run()
+    analysis = _Analysis(gm, known)
+    try:
+        return analysis.run()
+    except Unsupported:
+        raise
+    except Exception as error:  # a graph this analysis does not understand runs exact
+        raise Unsupported(f"{type(error).__name__} while planning: {error}") from error
 
 
 def inputs_plan(gm: torch.fx.GraphModule, known: dict[str, Layout] | None = None) -> Plan:
@@ -793,6 +886,28 @@ def _evaluate(expr: sympy.Expr, values: dict) -> Any:
     raise Unsupported(f"a size expression {expr}")
 
 
+def _fill_for(dtype: torch.dtype, fill: Any) -> Any:
+    """`fill` as a Python number of `dtype`'s kind, so that where() keeps the dtype
+    (an infinity in an integer tensor is its largest or smallest value)."""
+    if dtype == torch.bool:
+        return bool(fill)
+    if dtype.is_floating_point or dtype.is_complex:
+        return float(fill)
+    if fill in (float("inf"), float("-inf")):
+        info = torch.iinfo(dtype)
+        return info.max if fill > 0 else info.min
+    return int(fill)
+
+
+def _strided_like(out: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """`out` with `like`'s strides: later views in the graph were traced for them."""
+    if out.stride() == like.stride():
+        return out
+    return torch.empty_strided(like.shape, like.stride(), dtype=out.dtype, device=out.device).copy_(
+        out
+    )
+
+
 class PaddedInterpreter(torch.fx.Interpreter):
     """Runs the graph on padded inputs with the plan's masks; `real` holds each
     symbol's real value as a 0-d device tensor."""
@@ -839,20 +954,21 @@ class PaddedInterpreter(torch.fx.Interpreter):
             mask = m if mask is None else mask & m
         if mask is None:
             return tensor
-        if tensor.dtype == torch.bool:
-            fill = bool(fill)
-        elif not tensor.dtype.is_floating_point and not tensor.dtype.is_complex:
-            if fill in (float("inf"), float("-inf")):
-                info = torch.iinfo(tensor.dtype)
-                fill = info.max if fill > 0 else info.min
-            fill = int(fill)
-        out = torch.where(mask, tensor, fill)
-        if out.stride() != tensor.stride():
-            # Later views in the graph were traced for the operand's strides.
-            out = torch.empty_strided(
-                tensor.shape, tensor.stride(), dtype=tensor.dtype, device=tensor.device
-            ).copy_(out)
-        return out
+        fill = _fill_for(tensor.dtype, fill)
+        return _strided_like(torch.where(mask, tensor, fill), tensor)
+
+    def attention_mask(self, mask, query, key, query_dim: Dim, key_dim: Dim) -> torch.Tensor:
+        """`mask` (bool, or added to the scores) with padded keys masked out for real
+        queries, and padded queries attending the first key only."""
+        q_size, k_size = query.shape[-2], key.shape[-2]
+        query_real = self._dim_mask(query_dim, q_size, query.device).view(q_size, 1)
+        key_real = self._dim_mask(key_dim, k_size, key.device).view(1, k_size)
+        first_key = (torch.arange(k_size, device=key.device) == 0).view(1, k_size)
+        if mask.dtype == torch.bool:
+            return torch.where(query_real, mask & key_real, first_key)
+        blocked = float("-inf")
+        kept = torch.where(key_real, mask, blocked)
+        return torch.where(query_real, kept, torch.where(first_key, 0.0, blocked)).to(mask.dtype)
 
     def run_node(self, n: torch.fx.Node) -> Any:
         self._node = n
@@ -868,6 +984,11 @@ class PaddedInterpreter(torch.fx.Interpreter):
             args[i] = _evaluate(expr, self.real)
             if isinstance(args[i], torch.Tensor) and "Scalar" in target._overloadname:
                 target = target.overloadpacket.Tensor
+        if plan.attention_mask is not None:
+            position, query_dim, key_dim = plan.attention_mask
+            query = args[1 if "backward" in target._name else 0]
+            key = args[2 if "backward" in target._name else 1]
+            args[position] = self.attention_mask(args[position], query, key, query_dim, key_dim)
         for mask in plan.masks:
             if mask.element is not None:
                 arg_node = node.args[mask.arg][mask.element]
@@ -885,6 +1006,14 @@ class PaddedInterpreter(torch.fx.Interpreter):
             position = (_evaluate(size, self.real) + index).view(1)
             return torch.index_select(args[0], dim, position).squeeze(dim)
         out = super().call_function(target, tuple(args), kwargs)
+        for dim, size, width, value in plan.pad_after:
+            real_end = _evaluate(size, self.real)
+            index = torch.arange(out.shape[dim], device=out.device)
+            appended = (index >= real_end) & (index < real_end + width)
+            shape = [1] * out.dim()
+            shape[dim] = out.shape[dim]
+            fill = _fill_for(out.dtype, value)
+            out = _strided_like(torch.where(appended.view(shape), fill, out), out)
         if plan.mean_of is not None:
             # The mean over the padded extent, rescaled to the real element count.
             layout = self.plan.layouts[node.args[0].name]
