@@ -5,8 +5,10 @@ per distinct length), with every batch padded to the longest length (one static
 shape, padded targets ignored by the loss), and PyTorch CPU eager on the same loop.
 
     python bench/dynamic.py [--steps 120] [--batch 8] [--min-length 16] [--max-length 512]
+        [--distribution log-uniform|uniform] [--variants buckets,no buckets,pad to max,cpu eager]
 
-Lengths are drawn from a fixed seeded distribution, the same for every variant; each
+Lengths are drawn from a fixed seeded distribution (log-uniform by default: many short
+batches, few long ones, as in fine-tuning data; or uniform), the same for every variant; each
 variant runs in a fresh process with an empty compile cache (TORCH_TPU_CACHE_DIR in a
 temporary directory), from the same weights. Columns: programs compiled
 (torch_tpu.metrics: the graphs' and the optimizer's), total time of the loop (compiles
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -36,10 +39,20 @@ from gpt import GPT, Config  # noqa: E402
 import torch_tpu  # noqa: E402
 
 
+def _length(args, generator) -> int:
+    """One batch's longest sequence: log-uniform by default (as in fine-tuning data,
+    where short examples are many and long ones few), or uniform."""
+    u = float(torch.rand((), generator=generator))
+    if args.distribution == "uniform":
+        return args.min_length + int(u * (args.max_length - args.min_length + 1))
+    low, high = math.log(args.min_length), math.log(args.max_length + 1)
+    return min(int(math.exp(low + u * (high - low))), args.max_length)
+
+
 def _batches(args, config):
     generator = torch.Generator().manual_seed(0)
     for _ in range(args.steps):
-        length = int(torch.randint(args.min_length, args.max_length + 1, (1,), generator=generator))
+        length = _length(args, generator)
         start = torch.randint(0, config.vocab, (args.batch, 1), generator=generator)
         seq = (start + torch.arange(length + 1)) % config.vocab
         yield seq[:, :-1], seq[:, 1:]
@@ -77,9 +90,10 @@ def _run(variant: str, args, config) -> dict:
             torch.tpu.synchronize()
         times.append(time.perf_counter() - t0)
     total = time.perf_counter() - start
-    compiles = torch_tpu.metrics.snapshot()["compiles"] if device == "tpu" else 0
+    counters = torch_tpu.metrics.snapshot() if device == "tpu" else {}
     return {
-        "compiles": compiles,
+        "compiles": counters.get("compiles", 0),
+        "compile_s": counters.get("compile_seconds", 0.0),
         "total": total,
         "step": statistics.median(times[len(times) // 2 :]),
         "loss": float(loss.detach()),
@@ -107,6 +121,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--min-length", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--distribution", choices=("log-uniform", "uniform"), default="log-uniform")
     parser.add_argument("--variants", default="buckets,no buckets,pad to max,cpu eager")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = parser.parse_args()
@@ -119,22 +134,24 @@ def main() -> None:
         f"--batch={args.batch}",
         f"--min-length={args.min_length}",
         f"--max-length={args.max_length}",
+        f"--distribution={args.distribution}",
     ]
     lengths = {x.shape[1] for x, _ in _batches(args, config)}
     print(
         f"GPT {sum(p.numel() for p in GPT(config).parameters()) / 1e6:.2f}M parameters, "
         f"batch {args.batch}, {args.steps} steps, {len(lengths)} distinct lengths in "
-        f"[{args.min_length}, {args.max_length}], AdamW"
+        f"[{args.min_length}, {args.max_length}] ({args.distribution}), AdamW"
     )
     results = {v: _in_fresh_process(v, argv) for v in args.variants.split(",")}
     base = results.get("cpu eager")
-    columns = ("programs", "total s", "step ms", "total/CPU", "step/CPU", "loss")
+    columns = ("programs", "compile s", "total s", "step ms", "total/CPU", "step/CPU", "loss")
     print(f"{'variant':<12} " + " ".join(f"{c:>9}" for c in columns))
     for name, r in results.items():
         ratio_total = f"{r['total'] / base['total']:.2f}" if base else "-"
         ratio_step = f"{r['step'] / base['step']:.2f}" if base else "-"
         print(
-            f"{name:<12} {r['compiles']:>9} {r['total']:>9.1f} {r['step'] * 1e3:>9.1f} "
+            f"{name:<12} {r['compiles']:>9} {r['compile_s']:>9.1f} {r['total']:>9.1f} "
+            f"{r['step'] * 1e3:>9.1f} "
             f"{ratio_total:>9} {ratio_step:>9} {r['loss']:>9.3f}"
         )
 
