@@ -299,3 +299,20 @@ def test_a_hugging_face_llama_fine_tuning_loop_runs_bucketed_and_matches_the_cpu
     assert len(graphs) == 2, _graphs()  # forward and backward, both bucketed
     for graph in graphs:
         assert graph["programs"] <= 3 and graph["exact_calls"] == 0, graph  # 16, 32, 64
+
+
+def _positional(x, table):
+    return (x + table[: x.shape[1]]).softmax(-1).sum(1)
+
+
+def test_a_static_table_cut_to_a_dynamic_length_past_its_end_in_the_bucket():
+    torch.manual_seed(0)
+    table = torch.randn(40, 6)  # lengths up to 40 fit; their bucket (64) does not
+    fn = torch.compile(_positional, backend="tpu")
+    for n in (5, 9, 33, 40):
+        x = torch.randn(2, n, 6)
+        x_tpu = x.to("tpu")
+        torch._dynamo.mark_dynamic(x_tpu, 1)
+        got = fn(x_tpu, table.to("tpu"))
+        torch.testing.assert_close(got.cpu(), _positional(x, table), rtol=1e-5, atol=1e-5)
+    assert any(g["padded_calls"] for g in _graphs().values()), _graphs()

@@ -161,6 +161,8 @@ class NodePlan:
     # padded dimension); real queries are kept from padded keys, padded queries see the
     # first key only (a row of no keys would be NaN, and NaN reaches the keys' gradients).
     attention_mask: tuple | None = None
+    # A static dimension cut to a dynamic length: (dim, its size), padded to the bucket.
+    grow: tuple | None = None
     # constant_pad_nd at the end of padded dimensions: (dim, its real size, width, value)
     # each; the padded result holds the value after the padding, not after the real end.
     pad_after: list = field(default_factory=list)
@@ -224,6 +226,12 @@ _CREATION = {
     aten.new_full.default,
     aten.scalar_tensor.default,
     aten.empty_strided.default,
+}
+_SIZE_QUERIES = {
+    aten.sym_size.int,
+    aten.sym_numel.default,
+    aten.sym_stride.int,
+    aten.sym_storage_offset.default,
 }
 _ATTENTION = {
     aten._scaled_dot_product_fused_attention_overrideable.default: "forward",
@@ -337,6 +345,8 @@ class _Analysis:
             if tensors or isinstance(node.meta.get("val"), torch.Tensor):
                 raise Unsupported(f"{name}, not an ATen operator")
             return
+        if target in _SIZE_QUERIES:
+            return  # a size of a padded tensor is the padded size: a size, not a value
         self.value_uses(node, plan)
         dynamic_in = any(self.dynamic_dims(a) for a in tensors)
         out_shapes = self.out_shapes(node)
@@ -770,10 +780,13 @@ class _Analysis:
         if not _is_dynamic(source[dim]):
             if node.target is aten.select.int:
                 self.set_out(node, [source[:dim] + source[dim + 1 :]])
-            else:
-                self.set_out(
-                    node, [source[:dim] + (_dim_of(out_shapes[0][dim]),) + source[dim + 1 :]]
-                )
+                return
+            cut = _dim_of(out_shapes[0][dim])
+            if _is_dynamic(cut):
+                # A static dimension cut to a dynamic length (table[:seq]): at a bucket
+                # past the table's end the cut stops short; it is padded up to the bucket.
+                plan.grow = (dim, cut[0])
+            self.set_out(node, [source[:dim] + (cut,) + source[dim + 1 :]])
             return
         if len(source[dim]) > 1:
             raise Unsupported(f"{name}: a part of a merged padded dimension")
@@ -1006,6 +1019,12 @@ class PaddedInterpreter(torch.fx.Interpreter):
             position = (_evaluate(size, self.real) + index).view(1)
             return torch.index_select(args[0], dim, position).squeeze(dim)
         out = super().call_function(target, tuple(args), kwargs)
+        if plan.grow is not None:
+            dim, size = plan.grow
+            short = int(_evaluate(size, self.padded)) - out.shape[dim]
+            if short > 0:
+                widths = [0, 0] * (out.dim() - 1 - dim) + [0, short]
+                out = torch.nn.functional.pad(out, widths)
         for dim, size, width, value in plan.pad_after:
             real_end = _evaluate(size, self.real)
             index = torch.arange(out.shape[dim], device=out.device)
