@@ -261,16 +261,7 @@ def test_a_hugging_face_llama_fine_tuning_loop_runs_bucketed_and_matches_the_cpu
     its loss (labels shifted with F.pad): forward and backward bucketed."""
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        attn_implementation="sdpa",
-    )
+    config = _tiny_llama(transformers)
     cpu = transformers.LlamaForCausalLM(config)
     tpu = transformers.LlamaForCausalLM(config)
     tpu.load_state_dict(cpu.state_dict())
@@ -316,3 +307,92 @@ def test_a_static_table_cut_to_a_dynamic_length_past_its_end_in_the_bucket():
         got = fn(x_tpu, table.to("tpu"))
         torch.testing.assert_close(got.cpu(), _positional(x, table), rtol=1e-5, atol=1e-5)
     assert any(g["padded_calls"] for g in _graphs().values()), _graphs()
+
+
+def _tiny_llama(transformers):
+    return transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        attn_implementation="sdpa",
+    )
+
+
+def test_hugging_face_generate_over_varied_prompts_compiles_per_bucket_not_per_size():
+    """generate() with its key/value cache: the prompt's forward and each decoded
+    token's forward (the cache grown along a padded length) run bucketed; the tokens
+    equal the CPU's."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = _tiny_llama(transformers)
+    cpu = transformers.LlamaForCausalLM(config).eval()
+    tpu = transformers.LlamaForCausalLM(config).eval()
+    tpu.load_state_dict(cpu.state_dict())
+    tpu.to("tpu")
+    tpu.forward = torch.compile(tpu.forward, backend="tpu", dynamic=True)
+    options = dict(max_new_tokens=3, do_sample=False, pad_token_id=0)
+    generator = torch.Generator().manual_seed(4)
+    policy = BucketPolicy()
+    met, sizes = set(), set()
+    for i in range(20):
+        batch, length = 1 + i % 8, 3 + 2 * i  # 3..41: buckets 4, 8, 16, 32, 64
+        for n in range(length, length + options["max_new_tokens"]):  # the cache grows
+            met.add((policy.bucket(batch), policy.bucket(n)))
+            sizes.add((batch, n))
+        ids = torch.randint(1, 64, (batch, length), generator=generator)
+        want = cpu.generate(ids, **options)
+        got = tpu.generate(ids.to("tpu"), **options)
+        assert torch.equal(got.cpu(), want), (ids.shape, got.cpu(), want)
+    graphs = [g for g in _graphs().values() if g["padded_calls"]]
+    assert graphs, _graphs()
+    for graph in graphs:
+        # A program per (batch bucket, length bucket) met, never one per size.
+        assert graph["programs"] <= len(met) < len(sizes), (graph, len(met), len(sizes))
+        assert graph["exact_calls"] == 0, graph
+
+
+def _grow_and_read(cache, new, extra):
+    # A cache grown along its padded length twice (by a static and by a dynamic part),
+    # then read from its real end and reduced over it.
+    grown = torch.cat([torch.cat([cache, new], 1), extra], 1)
+    return grown[:, -2:].sum(1), grown.softmax(1).sum(-1), grown.amax(1)
+
+
+def test_a_cache_grown_along_a_padded_dimension_equals_the_cpu():
+    torch.manual_seed(0)
+    fn = torch.compile(_grow_and_read, backend="tpu")
+    for n, m in ((3, 2), (5, 6), (9, 3), (12, 7)):
+        args = (torch.randn(2, n, 4), torch.randn(2, 1, 4), torch.randn(2, m, 4))
+        moved = [a.to("tpu") for a in args]
+        torch._dynamo.mark_dynamic(moved[0], 1)
+        torch._dynamo.mark_dynamic(moved[2], 1)
+        for got, want in zip(fn(*moved), _grow_and_read(*args)):
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    graphs = [g for g in _graphs().values() if g["padded_calls"]]
+    assert graphs and all(g["exact_calls"] == 0 for g in graphs), _graphs()
+
+
+def _gather_rows(x, rows, cols):
+    # Negative positions count from the real end of the padded dimension.
+    return x[:, rows] * 2, x[rows.abs() % 2, cols]
+
+
+def test_integer_indexing_into_a_padded_dimension_counts_negative_indices_from_the_real_end():
+    torch.manual_seed(0)
+    fn = torch.compile(_gather_rows, backend="tpu")
+    for n in (5, 6, 11):
+        x = torch.randn(2, n, 3)
+        rows = torch.tensor([-1, 0, -n, 2])
+        cols = torch.tensor([1, -1, 0, -2])
+        x_tpu = x.to("tpu")
+        torch._dynamo.mark_dynamic(x_tpu, 1)
+        for got, want in zip(
+            fn(x_tpu, rows.to("tpu"), cols.to("tpu")), _gather_rows(x, rows, cols)
+        ):
+            torch.testing.assert_close(got.cpu(), want)
+    graphs = [g for g in _graphs().values() if g["padded_calls"]]
+    assert graphs and all(g["exact_calls"] == 0 for g in graphs), _graphs()

@@ -166,6 +166,12 @@ class BucketedGraph:
             for d, size in enumerate(expected):
                 if out.shape[d] != size:
                     out = out.narrow(d, 0, size)
+            # Eager gives these outputs contiguous strides; a cut view of the padding
+            # would not (and Dynamo would guard the next call on its odd strides).
+            val = node.meta.get("val")
+            if not out.is_contiguous() and isinstance(val, torch.Tensor):
+                if val.is_contiguous():
+                    out = out.contiguous()
             return out
         # A dimension that merges padded ones (a view(batch * seq, width)): unfold it
         # into its factors, cut each, fold again (a copy: no view can say it).

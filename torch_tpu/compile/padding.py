@@ -73,6 +73,11 @@ def _dim_of(expr: sympy.Expr) -> Dim:
     symbols = expr.free_symbols
     if len(symbols) == 1 and sympy.simplify(expr - next(iter(symbols))).is_Integer:
         return (expr,)
+    # A sum of sizes (a cache grown along a padded dimension, s0 + s1): its parts were
+    # moved together, so its padding trails too.
+    terms = sympy.Add.make_args(sympy.expand(expr))
+    if all(t.is_Symbol or (t.is_Integer and t > 0) for t in terms):
+        return (expr,)
     raise Unsupported(f"a dimension of size {expr} whose factors' order is unknown")
 
 
@@ -155,7 +160,8 @@ class NodePlan:
     mean_of: tuple[int, ...] | None = None
     # Symbolic arguments read as values (argument index -> expression).
     values: dict[int, sympy.Expr] = field(default_factory=dict)
-    # A select counted from the end of a padded dimension: (dim, index, its size).
+    # A select (or, keep=True, a slice to the end) counted from the end of a padded
+    # dimension: (dim, index, its size, keep).
     select_from_end: tuple | None = None
     # An attention mask over padded keys: (its argument, the queries' and the keys'
     # padded dimension); real queries are kept from padded keys, padded queries see the
@@ -166,6 +172,12 @@ class NodePlan:
     # constant_pad_nd at the end of padded dimensions: (dim, its real size, width, value)
     # each; the padded result holds the value after the padding, not after the real end.
     pad_after: list = field(default_factory=list)
+    # aten.index into padded dimensions of the table: (index's position, the dimension's
+    # real size) each; negative indices count from the real end, not the padded one.
+    wrap_negative: list = field(default_factory=list)
+    # cat along a padded dimension: (part's position in the list, dim, its real offset)
+    # for each part after a padded one, copied to its real offset after the call.
+    cat_at: list = field(default_factory=list)
 
 
 @dataclass
@@ -599,18 +611,32 @@ class _Analysis:
         self.set_out(node, [indices + weight[1:]])
 
     def index_rule(self, node, plan, out_shapes, name):
-        """table[indices] with one index tensor on a static first dimension: a lookup,
-        like an embedding (rotary tables read at positions)."""
+        """table[i0, i1, ...] with integer index tensors: a gather. Padded positions of an
+        index read element 0; an index into a padded dimension of the table reads the
+        same element as unpadded, a negative one counted from the real end (wrapped at
+        run time with the real size)."""
         table = self.layout(node.args[0])
         indices = list(node.args[1])
-        if len(indices) != 1 or self.layout(indices[0]) is None or _is_dynamic(table[0]):
-            raise Unsupported(f"{name}: indexing other than one lookup in a static table")
-        if indices[0].meta["val"].dtype == torch.bool:
-            raise Unsupported(f"{name} with a boolean mask")
-        padded = self.dynamic_dims(indices[0])
-        if padded:
-            plan.masks.append(Mask(1, padded, 0, element=0))
-        self.set_out(node, [self.layout(indices[0]) + table[1:]])
+        used = [d for d, i in enumerate(indices) if i is not None]
+        for d in used:
+            index = indices[d]
+            if self.layout(index) is None or index.meta["val"].dtype in (torch.bool, torch.uint8):
+                raise Unsupported(f"{name} with a boolean mask or a non-tensor index")
+            padded = self.dynamic_dims(index)
+            if padded:
+                plan.masks.append(Mask(1, padded, 0, element=d))
+            if _is_dynamic(table[d]):
+                if len(table[d]) > 1:
+                    raise Unsupported(f"{name} into a merged padded dimension")
+                plan.wrap_negative.append((d, table[d][0]))
+        rank = max(len(self.layout(indices[d])) for d in used)
+        rest = [table[d] for d in range(len(table)) if d not in used]
+        # Adjacent indices put their result in place of the first; apart, in front.
+        first = used[0] if used == list(range(used[0], used[-1] + 1)) else 0
+        shape = out_shapes[0][first : first + rank]
+        gathered = _broadcast([self.layout(indices[d]) for d in used], shape, name)
+        out = tuple(rest[:first]) + tuple(gathered) + tuple(rest[first:])
+        self.set_out(node, [out])
 
     def embedding_backward_rule(self, node, plan, out_shapes, name):
         indices = self.layout(node.args[1])
@@ -757,21 +783,32 @@ class _Analysis:
         self.set_out(node, [tuple(out)])
 
     def cat_rule(self, node, plan, out_shapes, name):
-        tensors = [t for t in node.args[0] if self.layout(t) is not None]
+        items = list(node.args[0])
         dim = node.args[1] if len(node.args) > 1 else 0
         rank = len(out_shapes[0])
-        layouts = [self.layout(t) for t in tensors if len(self.layout(t)) == rank]
         dim %= rank
-        if any(_is_dynamic(layout[dim]) for layout in layouts):
-            # Joining an empty tensor (a key/value cache's first update) is the other one.
-            filled = [layout for layout in layouts if layout[dim] != (0,)]
-            if len(filled) == 1:
-                self.set_out(node, [filled[0]])
-                return
-            raise Unsupported(f"{name} along a padded dimension")
+        # Legacy 1-d empty tensors join anything and add nothing.
+        joined = [(i, t) for i, t in enumerate(items) if len(self.layout(t) or ()) == rank]
+        layouts = [self.layout(t) for _, t in joined]
+        filled = [(i, t) for i, t in joined if self.layout(t)[dim] != (0,)]
+        if len(filled) == 1:  # joining an empty tensor (a cache's first update)
+            self.set_out(node, [self.layout(filled[0][1])])
+            return
         others = [tuple((1,) if d == dim else layout[d] for d in range(rank)) for layout in layouts]
         out = list(_broadcast(others, out_shapes[0], name))
-        out[dim] = (int(out_shapes[0][dim]),)
+        if any(_is_dynamic(layout[dim]) for layout in layouts):
+            # A key/value cache growing along a padded dimension: each part after a
+            # padded one is moved to its real offset at run time (trailing padding).
+            offset = sympy.Integer(0)
+            for i, t in filled:
+                if len(self.layout(t)[dim]) > 1:
+                    raise Unsupported(f"{name} along a merged padded dimension")
+                if offset.free_symbols:
+                    plan.cat_at.append((i, dim, offset))
+                offset = offset + _shape(t)[dim]
+            out[dim] = _dim_of(out_shapes[0][dim])
+        else:
+            out[dim] = (int(out_shapes[0][dim]),)
         self.set_out(node, [tuple(out)])
 
     def slice_rule(self, node, plan, out_shapes, name):
@@ -795,11 +832,18 @@ class _Analysis:
             if not isinstance(index, int):
                 raise Unsupported(f"{name}: a symbolic index into a padded dimension")
             if index < 0:
-                plan.select_from_end = (dim, index, source[dim][0])
+                plan.select_from_end = (dim, index, source[dim][0], False)
             self.set_out(node, [source[:dim] + source[dim + 1 :]])
             return
         args = list(node.args) + [None] * 5
-        start, step = args[2] or 0, args[4] or 1
+        start, end, step = args[2] or 0, args[3], args[4] or 1
+        to_the_end = end is None or (isinstance(end, int) and end >= 2**62)
+        width = out_shapes[0][dim]
+        if isinstance(start, int) and start < 0 and to_the_end and step == 1 and width == -start:
+            # x[:, -k:] (the logits of the last k positions): the real last k.
+            plan.select_from_end = (dim, start, source[dim][0], True)
+            self.set_out(node, [source[:dim] + ((-start,),) + source[dim + 1 :]])
+            return
         if not isinstance(start, int) or start < 0 or step != 1:
             # Counted from the end, or strided: the padding would move into the result.
             raise Unsupported(f"{name}: a part of a padded dimension counted from its end")
@@ -974,8 +1018,11 @@ class PaddedInterpreter(torch.fx.Interpreter):
         """`mask` (bool, or added to the scores) with padded keys masked out for real
         queries, and padded queries attending the first key only."""
         q_size, k_size = query.shape[-2], key.shape[-2]
-        query_real = self._dim_mask(query_dim, q_size, query.device).view(q_size, 1)
-        key_real = self._dim_mask(key_dim, k_size, key.device).view(1, k_size)
+        query_real = self._dim_mask(query_dim, q_size, query.device)
+        key_real = self._dim_mask(key_dim, k_size, key.device)
+        if query_real is None:  # static queries (one decoded token): all real
+            query_real = torch.ones(q_size, dtype=torch.bool, device=query.device)
+        query_real, key_real = query_real.view(q_size, 1), key_real.view(1, k_size)
         first_key = (torch.arange(k_size, device=key.device) == 0).view(1, k_size)
         if mask.dtype == torch.bool:
             return torch.where(query_real, mask & key_real, first_key)
@@ -1013,12 +1060,28 @@ class PaddedInterpreter(torch.fx.Interpreter):
             arg_node = node.args[mask.arg]
             layout = self.plan.layouts[arg_node.name]
             args[mask.arg] = self.masked(args[mask.arg], layout, mask.dims, mask.fill)
+        if plan.wrap_negative:
+            indices = list(args[1])
+            for d, size in plan.wrap_negative:
+                index = indices[d]
+                indices[d] = torch.where(index < 0, index + _evaluate(size, self.real), index)
+            args[1] = indices
         if plan.select_from_end is not None:
             # x.select(dim, -k) reads the k-th element from the real end.
-            dim, index, size = plan.select_from_end
-            position = (_evaluate(size, self.real) + index).view(1)
-            return torch.index_select(args[0], dim, position).squeeze(dim)
+            dim, index, size, keep = plan.select_from_end
+            end = _evaluate(size, self.real)
+            if keep:  # a slice of the last -index elements
+                positions = torch.arange(index, 0, device=args[0].device) + end
+                return torch.index_select(args[0], dim, positions)
+            return torch.index_select(args[0], dim, (end + index).view(1)).squeeze(dim)
         out = super().call_function(target, tuple(args), kwargs)
+        for i, dim, offset in plan.cat_at:
+            part = args[0][i]
+            start = _evaluate(offset, self.real)
+            shape = [1] * part.dim()
+            shape[dim] = part.shape[dim]
+            positions = (torch.arange(part.shape[dim], device=out.device) + start).view(shape)
+            out = _strided_like(out.scatter(dim, positions.expand(part.shape), part), out)
         if plan.grow is not None:
             dim, size = plan.grow
             short = int(_evaluate(size, self.padded)) - out.shape[dim]
