@@ -2,7 +2,9 @@
 then decodes one token at a time reusing cached keys and values, and checks the
 tokens against full recomputation on the CPU. Both caches are shown: the growing one
 (new shapes every step) and the bucketed StaticCache (the same program all through a
-bucket, which suits the defer_and_fuse mode).
+bucket, which suits the defer_and_fuse mode). Then the growing cache under
+torch.compile(dynamic=True), over prompts of 20 lengths and batch sizes 1-8: a program
+per size bucket, not per size.
 
     TORCH_TPU_CPU_FALLBACK=error python examples/generate_gpt.py
 """
@@ -65,6 +67,41 @@ def generate_full(model: GPT, prompt: torch.Tensor, new_tokens: int) -> list[int
     return idx[0].tolist()
 
 
+@torch.no_grad()
+def generate_compiled(forward, model: GPT, prompt: torch.Tensor, new_tokens: int):
+    """Greedy decoding of a batch through `forward` (the model compiled with dynamic
+    sizes) and growing caches: the prompt's length and each cache length are dynamic."""
+    caches = [[None, None] for _ in model.blocks]
+    logits = forward(prompt, caches)
+    idx = prompt
+    for _ in range(new_tokens):
+        token = logits[:, -1].argmax(dim=-1, keepdim=True)
+        idx = torch.cat([idx, token], dim=1)
+        logits = forward(token, caches, idx.shape[1] - 1)
+    return idx
+
+
+def generate_varied_prompts(model: GPT, new_tokens: int = 4) -> None:
+    forward = torch.compile(model, backend="tpu", dynamic=True)
+    cpu = copy.deepcopy(model).cpu()
+    generator = torch.Generator().manual_seed(0)
+    sizes = set()
+    for i in range(20):
+        batch, length = 1 + i % 8, 2 + i
+        prompt = torch.randint(0, cpu.config.vocab, (batch, length), generator=generator)
+        tokens = generate_compiled(forward, model, prompt.to("tpu"), new_tokens)
+        full = torch.stack([torch.tensor(generate_full(cpu, p[None], new_tokens)) for p in prompt])
+        assert torch.equal(tokens.cpu(), full), (
+            f"compiled decoding differs at {tuple(prompt.shape)}"
+        )
+        sizes.update((batch, n) for n in range(length, length + new_tokens + 1))
+    graphs = torch_tpu.metrics.snapshot()["compiled_graphs"]
+    programs = [g["programs"] for g in graphs.values() if g["programs"]]
+    print(f"compiled, 20 prompts of lengths 2-21 and batches 1-8 ({len(sizes)} sizes):")
+    print(f"  programs per graph {programs}; tokens equal the CPU's")
+    assert max(programs) < len(sizes) / 2, "a program per size: dynamic buckets did not apply"
+
+
 def main() -> None:
     model = train_model("tpu", steps=50).eval()
     prompt = torch.tensor([[7, 8, 9, 10]])
@@ -83,6 +120,7 @@ def main() -> None:
         f"{new_tokens} tokens; compiles {stats['compiles']}, "
         f"CPU fallbacks {sum(stats['cpu_fallbacks'].values())}"
     )
+    generate_varied_prompts(model)
 
 
 if __name__ == "__main__":

@@ -396,3 +396,54 @@ def test_integer_indexing_into_a_padded_dimension_counts_negative_indices_from_t
             torch.testing.assert_close(got.cpu(), want)
     graphs = [g for g in _graphs().values() if g["padded_calls"]]
     assert graphs and all(g["exact_calls"] == 0 for g in graphs), _graphs()
+
+
+def _attend(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize("queries", ["one decoded token", "as many as the keys"])
+def test_a_non_causal_attention_without_a_mask_over_padded_keys(queries):
+    """The keys' padding becomes the mask (a decoded token over its cache, an encoder's
+    self-attention): forward and gradients equal the CPU's."""
+    torch.manual_seed(0)
+    fn = torch.compile(_attend, backend="tpu")
+    for n in (3, 5, 9):
+        q = torch.randn(2, 2, 1 if queries == "one decoded token" else n, 8, requires_grad=True)
+        k, v = (torch.randn(2, 2, n, 8, requires_grad=True) for _ in range(2))
+        moved = [t.detach().to("tpu").requires_grad_() for t in (q, k, v)]
+        for t in moved[int(queries == "one decoded token") :]:
+            torch._dynamo.mark_dynamic(t, 2)
+        got, want = fn(*moved), _attend(q, k, v)
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+        (got * got).sum().backward()
+        (want * want).sum().backward()
+        for a, b in zip(moved, (q, k, v)):
+            torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-5)
+    graphs = [g for g in _graphs().values() if g["programs"]]  # a forward, a backward
+    assert len(graphs) == 2 and all(g["exact_calls"] == 0 for g in graphs), _graphs()
+    assert all(g["programs"] == 3 for g in graphs), _graphs()  # buckets 4, 8, 16
+
+
+def _from_position(x, table, start, column):
+    # `start` and `column` are integers, not sizes: positions count from the real start,
+    # and the column is read where the user points.
+    positions = torch.arange(start, start + x.shape[1], device=x.device)
+    return (x + table[positions]).softmax(1)[:, :, column]
+
+
+def test_integer_arguments_are_values_not_sizes():
+    """A decoding position passed as an int never gets a bucket: the graph reads its real
+    value at run time (one program for every position) or, used as an index, runs at
+    it; an earlier version padded it like a size and shifted the positions."""
+    torch.manual_seed(0)
+    table = torch.randn(64, 5)
+    fn = torch.compile(_from_position, backend="tpu", dynamic=True)
+    for n, start, column in ((3, 0, 1), (5, 7, 1), (6, 2, 1), (9, 30, 1), (4, 11, 3)):
+        x = torch.randn(2, n, 5)
+        got = fn(x.to("tpu"), table.to("tpu"), start, column)
+        torch.testing.assert_close(got.cpu(), _from_position(x, table, start, column))
+    graphs = [g for g in _graphs().values() if g["padded_calls"]]
+    assert graphs and all(g["exact_calls"] == 0 for g in graphs), _graphs()
+    # Buckets 4, 8 and 16 of the length, each column once: never a program per start.
+    assert sum(g["programs"] for g in graphs) <= 4, _graphs()

@@ -196,7 +196,7 @@ class BucketedGraph:
         found = self._sizes.get(key)
         if found is not None:
             return found
-        padded = {s: self.policy.bucket(v) for s, v in real.items()}
+        padded = self.plan.padded_sizes(real, self.policy.bucket)
         inputs = {}
         for node in self.placeholders:
             val = node.meta.get("val")
@@ -340,7 +340,7 @@ class Unpadder:
         out = list(args)
         for i, node in enumerate(self.graph.placeholders):
             if isinstance(out[i], torch.Tensor) and node.name in self.graph.plan.layouts:
-                padded = {s: self.policy.bucket(v) for s, v in real.items()}
+                padded = self.graph.plan.padded_sizes(real, self.policy.bucket)
                 out[i] = self.graph._slice(out[i], node, real, padded)
         return out
 

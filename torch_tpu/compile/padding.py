@@ -178,6 +178,8 @@ class NodePlan:
     # cat along a padded dimension: (part's position in the list, dim, its real offset)
     # for each part after a padded one, copied to its real offset after the call.
     cat_at: list = field(default_factory=list)
+    # arange(start, start + n) with a symbolic start: the start, read at run time.
+    arange_from: sympy.Expr | None = None
 
 
 @dataclass
@@ -192,6 +194,23 @@ class Plan:
     sources: dict[sympy.Symbol, tuple[int, int | None]]
     # symbol -> what the user calls it (Dynamo's source, "L['x'].size()[1]")
     names: dict[sympy.Symbol, str] = field(default_factory=dict)
+    # Integers passed as values, no tensor's size (a decoding position): never padded.
+    # Those read only at run time (arange's start, a Scalar operand) get a fixed padded
+    # value, so one program serves them all; the rest run at their real value.
+    free_values: frozenset = frozenset()
+    exact_values: frozenset = frozenset()
+
+    def padded_sizes(self, real: dict, bucket: Callable[[int], int]) -> dict:
+        """Each symbol's value in the program: its bucket, for a size."""
+        out = {}
+        for symbol, value in real.items():
+            if symbol in self.free_values:
+                out[symbol] = 0
+            elif symbol in self.exact_values:
+                out[symbol] = value
+            else:
+                out[symbol] = bucket(value)
+        return out
 
 
 def _op_name(target: Any) -> str:
@@ -264,6 +283,10 @@ class _Analysis:
         self.layouts: dict[str, Any] = {}
         self.nodes: dict[str, NodePlan] = {}
         self.placeholders_only = False
+        # Symbols only ever passed as integers (see Plan.free_values), and those of them
+        # some operator takes as an int (an index, a size): kept at their real value.
+        self.value_only: set = set()
+        self.exact_values: set = set()
 
     def layout(self, arg: Any) -> Layout | None:
         if isinstance(arg, torch.fx.Node):
@@ -305,6 +328,10 @@ class _Analysis:
                             candidates.setdefault(e, []).append((rank, index, d))
                 index += 1
             elif node.op == "call_function" and not self.placeholders_only:
+                if not self.nodes:  # every placeholder seen: which symbols are no size
+                    self.value_only = {
+                        s for s, c in candidates.items() if all(d is None for _, _, d in c)
+                    }
                 try:
                     self.call(node)
                 except Unsupported as why:
@@ -319,7 +346,9 @@ class _Analysis:
             raise Unsupported(f"the real value of {sorted(map(str, missing))} is not an input")
         sources = {s: min(c)[1:] for s, c in candidates.items()}
         ordered = sorted(symbols, key=str)
-        return Plan(self.layouts, self.nodes, ordered, sources, self.names(symbols))
+        exact = frozenset(self.exact_values & symbols)
+        free = frozenset((self.value_only & symbols) - exact)
+        return Plan(self.layouts, self.nodes, ordered, sources, self.names(symbols), free, exact)
 
     def names(self, symbols: set) -> dict:
         """Each symbol by the user's name for it, from Dynamo's shape environment."""
@@ -387,7 +416,26 @@ class _Analysis:
         """Symbolic sizes passed where the schema takes a value (a Scalar, a Tensor)
         are read as their real value, a 0-d tensor in the program; sizes passed as sizes
         (int, int[], arange's bounds) are padded."""
-        if node.target in (aten.arange.default, aten.arange.start, aten.arange.start_step):
+        arange = node.target in (aten.arange.default, aten.arange.start, aten.arange.start_step)
+        for shape in self.out_shapes(node):
+            for e in shape:
+                self.exact_values |= e.free_symbols & self.value_only
+        if not arange:
+            for arg in _flat_args(node):
+                val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+                if isinstance(val, torch.SymInt):
+                    # An integer value read as an index or a size: its real value.
+                    self.exact_values |= _expr(val).free_symbols & self.value_only
+        if arange:
+            start = node.args[0] if node.target is not aten.arange.default else 0
+            val = start.meta.get("val") if isinstance(start, torch.fx.Node) else None
+            if isinstance(val, torch.SymInt) and _expr(val).free_symbols:
+                # Positions from a symbolic start: counted from its real value, so a
+                # padded start (or a free value's placeholder) never shifts them.
+                step = node.args[2] if len(node.args) > 2 else node.kwargs.get("step", 1)
+                if step != 1:
+                    raise Unsupported(f"{_op_name(node.target)} from a symbolic start in steps")
+                plan.arange_from = _expr(val)
             return
         schema = node.target._schema.arguments
         for i, arg in enumerate(node.args):
@@ -679,7 +727,8 @@ class _Analysis:
         values = dict(zip((a.name for a in schema), node.args))
         values.update(node.kwargs)
         causal = bool(values.get("is_causal", False))
-        mask_name = "attn_mask" if "attn_mask" in values else "attn_bias"
+        names = [a.name for a in schema]
+        mask_name = "attn_mask" if "attn_mask" in names else "attn_bias"
         mask = values.get(mask_name)
         if _is_dynamic(k[2]) or _is_dynamic(v[2]):
             if mask is not None:
@@ -689,6 +738,11 @@ class _Analysis:
                 position = [a.name for a in schema].index(mask_name)
                 if kind == "backward" and list(values.get("grad_input_mask") or [])[3:4] == [True]:
                     raise Unsupported(f"{name}: the gradient of a mask over padded keys")
+                plan.attention_mask = (position, q[2], k[2])
+            elif not causal and mask_name in names:
+                # No mask (a decoded token over its cache): one is made of the keys'
+                # padding alone.
+                position = [a.name for a in schema].index(mask_name)
                 plan.attention_mask = (position, q[2], k[2])
             elif not causal or q[2] != k[2]:
                 raise Unsupported(f"{name}: a non-causal attention over padded keys")
@@ -1024,6 +1078,8 @@ class PaddedInterpreter(torch.fx.Interpreter):
             query_real = torch.ones(q_size, dtype=torch.bool, device=query.device)
         query_real, key_real = query_real.view(q_size, 1), key_real.view(1, k_size)
         first_key = (torch.arange(k_size, device=key.device) == 0).view(1, k_size)
+        if mask is None:  # the keys' padding is the whole mask
+            mask = torch.zeros((), dtype=query.dtype, device=query.device)
         if mask.dtype == torch.bool:
             return torch.where(query_real, mask & key_real, first_key)
         blocked = float("-inf")
@@ -1048,6 +1104,12 @@ class PaddedInterpreter(torch.fx.Interpreter):
             position, query_dim, key_dim = plan.attention_mask
             query = args[1 if "backward" in target._name else 0]
             key = args[2 if "backward" in target._name else 1]
+            if len(args) <= position:  # the mask left to its default (None)
+                schema = target._schema.arguments
+                kwargs = dict(kwargs)
+                args += [
+                    kwargs.pop(a.name, a.default_value) for a in schema[len(args) : position + 1]
+                ]
             args[position] = self.attention_mask(args[position], query, key, query_dim, key_dim)
         for mask in plan.masks:
             if mask.element is not None:
@@ -1066,6 +1128,11 @@ class PaddedInterpreter(torch.fx.Interpreter):
                 index = indices[d]
                 indices[d] = torch.where(index < 0, index + _evaluate(size, self.real), index)
             args[1] = indices
+        if plan.arange_from is not None:
+            val = node.meta["val"]
+            length = int(args[1]) - int(args[0])
+            positions = torch.arange(length, dtype=val.dtype, device=kwargs.get("device"))
+            return positions + _evaluate(plan.arange_from, self.real).to(val.dtype)
         if plan.select_from_end is not None:
             # x.select(dim, -k) reads the k-th element from the real end.
             dim, index, size, keep = plan.select_from_end

@@ -134,7 +134,7 @@ def graph_runner(
             out = _run_fused(padded_graph.program(sizes.padded), padded_args, replay, logged)
             if _programs_built() > before:
                 stats.programs += 1
-                _log_bucket(label, sizes.real, sizes.padded, padded_graph.plan.names)
+                _log_bucket(label, sizes.real, sizes.padded, padded_graph.plan)
         return padded_graph.finish(out, sizes)
 
     def run_graph(args: list[Any]) -> Any:
@@ -178,12 +178,17 @@ def _programs_built() -> int:
     return counters["compiles"] + counters["disk_hits"]
 
 
-def _log_bucket(label: str, real: dict, padded: dict, names: dict) -> None:
-    """Says which sizes, in which buckets, made a new program (TORCH_TPU_LOG_RECOMPILES)."""
+def _log_bucket(label: str, real: dict, padded: dict, plan: Any) -> None:
+    """Says which sizes, in which buckets, made a new program (TORCH_TPU_LOG_RECOMPILES).
+    Integers read at run time choose no program and go unsaid."""
     if _C._get_log_recompiles():
-        sizes = ", ".join(
-            f"{names.get(s, s)} = {real[s]} in bucket {padded[s]}" for s in sorted(real, key=str)
-        )
+        described = []
+        for s in sorted(real, key=str):
+            if s in plan.exact_values:
+                described.append(f"{plan.names.get(s, s)} = {real[s]} (a value, not a size)")
+            elif s not in plan.free_values:
+                described.append(f"{plan.names.get(s, s)} = {real[s]} in bucket {padded[s]}")
+        sizes = ", ".join(described)
         print(f"[torch_tpu] {label}: a program for a new bucket: {sizes}", file=sys.stderr)
 
 
