@@ -98,7 +98,7 @@ class BucketedGraph:
         plan: padding.Plan,
         policy: BucketPolicy,
         saved_from: int | None,
-        stats: GraphStats,
+        stats: GraphStats | None = None,
     ) -> None:
         self.plan = plan
         self.policy = policy
@@ -332,8 +332,7 @@ class Unpadder:
 
     def __init__(self, gm: torch.fx.GraphModule, plan: padding.Plan, policy: BucketPolicy) -> None:
         self.policy = policy
-        self.graph = BucketedGraph(gm, plan, policy, None, GraphStats("unpadder"))
-        GraphStats.registry.pop("unpadder", None)
+        self.graph = BucketedGraph(gm, plan, policy, None)
 
     def __call__(self, args: list[Any]) -> list[Any]:
         real = self.graph.bind(args)

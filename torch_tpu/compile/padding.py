@@ -460,60 +460,12 @@ class _Analysis:
                 raise Unsupported(f"{_op_name(node.target)} takes a size as a keyword value")
 
     def rule_for(self, target: Any) -> Callable | None:
-        if target in _VIEWS:
-            return self.view_rule
-        if target in _PERMUTES:
-            return self.permute_rule
-        if target is aten.expand.default:
-            return self.expand_rule
-        if target in _SUMS:
-            return self.sum_rule
-        if target in _EXTREMA:
-            return self.extremum_rule
-        if target in (aten.mm.default, aten.bmm.default, aten.addmm.default):
-            return self.matmul_rule
-        if target in _SOFTMAX:
-            return self.softmax_rule
-        if target in _SOFTMAX_BACKWARD:
-            return self.softmax_backward_rule
-        if target is aten.native_layer_norm.default:
-            return self.layer_norm_rule
-        if target is aten.native_layer_norm_backward.default:
-            return self.layer_norm_backward_rule
-        if target is aten.embedding.default:
-            return self.embedding_rule
-        if target is aten.index.Tensor:
-            return self.index_rule
-        if target is aten.embedding_dense_backward.default:
-            return self.embedding_backward_rule
-        if target in (aten.nll_loss_forward.default, aten.nll_loss_backward.default):
-            return self.nll_loss_rule
-        if target in _ATTENTION:
-            return self.attention_rule
-        if target in _CREATION:
-            return self.creation_rule
-        if target in (aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int):
-            return self.split_rule
-        if target is aten.cat.default:
-            return self.cat_rule
-        if target is aten.constant_pad_nd.default:
-            return self.pad_rule
-        if target in (aten.slice.Tensor, aten.select.int):
-            return self.slice_rule
-        if target is aten.slice_scatter.default:
-            return self.slice_scatter_rule
+        name = _RULES.get(target)
+        if name is not None:
+            return getattr(self, name)
         if torch.Tag.nondeterministic_seeded in target.tags:
             return None  # a random draw at the padded size is not the unpadded draw
-        if torch.Tag.pointwise in target.tags or target in (
-            aten.where.self,
-            aten.masked_fill.Scalar,
-            aten.masked_fill.Tensor,
-            aten.full_like.default,
-            aten.zeros_like.default,
-            aten.ones_like.default,
-            aten.empty_like.default,
-            aten.gelu_backward.default,
-        ):
+        if torch.Tag.pointwise in target.tags:
             return self.pointwise_rule
         return None
 
@@ -914,6 +866,51 @@ def _where(node: torch.fx.Node) -> str:
             code = lines[i + 1] if i + 1 < len(lines) else ""
             return f" (at {place}: {code})"
     return ""
+
+
+# Which rule of _Analysis plans each operator; a pointwise operator not listed takes
+# pointwise_rule, any other runs the graph at exact sizes.
+_RULES: dict[Any, str] = {
+    **dict.fromkeys(_VIEWS, "view_rule"),
+    **dict.fromkeys(_PERMUTES, "permute_rule"),
+    aten.expand.default: "expand_rule",
+    **dict.fromkeys(_SUMS, "sum_rule"),
+    **dict.fromkeys(_EXTREMA, "extremum_rule"),
+    **dict.fromkeys((aten.mm.default, aten.bmm.default, aten.addmm.default), "matmul_rule"),
+    **dict.fromkeys(_SOFTMAX, "softmax_rule"),
+    **dict.fromkeys(_SOFTMAX_BACKWARD, "softmax_backward_rule"),
+    aten.native_layer_norm.default: "layer_norm_rule",
+    aten.native_layer_norm_backward.default: "layer_norm_backward_rule",
+    aten.embedding.default: "embedding_rule",
+    aten.index.Tensor: "index_rule",
+    aten.embedding_dense_backward.default: "embedding_backward_rule",
+    aten.nll_loss_forward.default: "nll_loss_rule",
+    aten.nll_loss_backward.default: "nll_loss_rule",
+    **dict.fromkeys(_ATTENTION, "attention_rule"),
+    **dict.fromkeys(_CREATION, "creation_rule"),
+    **dict.fromkeys(
+        (aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int), "split_rule"
+    ),
+    aten.cat.default: "cat_rule",
+    aten.constant_pad_nd.default: "pad_rule",
+    aten.slice.Tensor: "slice_rule",
+    aten.select.int: "slice_rule",
+    aten.slice_scatter.default: "slice_scatter_rule",
+    # Not tagged pointwise, but elementwise all the same.
+    **dict.fromkeys(
+        (
+            aten.where.self,
+            aten.masked_fill.Scalar,
+            aten.masked_fill.Tensor,
+            aten.full_like.default,
+            aten.zeros_like.default,
+            aten.ones_like.default,
+            aten.empty_like.default,
+            aten.gelu_backward.default,
+        ),
+        "pointwise_rule",
+    ),
+}
 
 
 def _flat_args(node: torch.fx.Node) -> list:
