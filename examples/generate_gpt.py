@@ -81,7 +81,7 @@ def generate_compiled(forward, model: GPT, prompt: torch.Tensor, new_tokens: int
     return idx
 
 
-def generate_varied_prompts(model: GPT, new_tokens: int = 4) -> None:
+def generate_varied_prompts(model: GPT, new_tokens: int = 3) -> None:
     forward = torch.compile(model, backend="tpu", dynamic=True)
     cpu = copy.deepcopy(model).cpu()
     generator = torch.Generator().manual_seed(0)
