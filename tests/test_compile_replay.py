@@ -216,6 +216,21 @@ def test_a_cpu_scalar_argument_is_copied_in_and_the_graph_replays():
         torch.testing.assert_close(out.cpu(), torch.full((3,), float(step * step + 1)))
 
 
+def test_a_python_float_of_a_dynamic_graph_replays_while_its_value_repeats():
+    # With dynamic=True Dynamo passes Python floats (an epsilon, a scale) as 0-d float64
+    # CPU tensors that the graph reads on the host: a plan applies to calls with the same
+    # value; another value records (and keeps) a plan of its own, with its own result.
+    def f(x, eps):
+        return x / (x.abs().sum() + eps)
+
+    compiled = torch.compile(f, backend="tpu", dynamic=True)
+    for step, eps in enumerate((1e-5, 1e-5, 0.5, 0.5, 1e-5)):
+        x = torch.randn(6)
+        out, was_replay = replayed(compiled, x.to("tpu"), eps)
+        assert was_replay == (step in (1, 3, 4)), (step, eps)
+        torch.testing.assert_close(out.cpu(), f(x, eps))
+
+
 def optimizer_step_setup(optimizer_class, widths=(6, 12, 3), activation=torch.nn.Tanh, **options):
     torch.manual_seed(0)
 

@@ -54,7 +54,9 @@ class GraphReplay {
   }
   const std::string& label() const { return label_; }
   // Plans kept per graph; a graph that meets more signatures records the rest each call.
-  static constexpr size_t kMaxPlans = 8;
+  // A graph run at size buckets meets one signature per combination of its dimensions'
+  // buckets (batch x prompt length x cache length in generation: a dozen or two).
+  static constexpr size_t kMaxPlans = 32;
 
  private:
   struct ArgumentSignature {

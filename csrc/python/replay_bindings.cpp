@@ -3,6 +3,10 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <cstdint>
+#include <cstring>
+#include <string>
+
 #include "aten/graph_replay.h"
 
 namespace py = pybind11;
@@ -10,6 +14,22 @@ namespace py = pybind11;
 namespace tpu {
 
 namespace {
+
+// A Python float that Dynamo passes as a 0-d float64 CPU tensor (with dynamic=True it does
+// not bake floats into the graph: an epsilon, a scaling factor). The graph reads it on the
+// host (.item()) and the recorded program takes it as a host operand, so a plan applies
+// only where its value repeats: it is a constant, by its bits. (An optimizer's step count
+// is a float32 CPU tensor that changes every step: still a reason not to replay.)
+bool is_unspecialized_float(const at::Tensor& t) {
+  return t.device().is_cpu() && t.dim() == 0 && t.scalar_type() == c10::kDouble &&
+         !t.requires_grad();
+}
+
+std::string bits_of(double value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return "float64:" + std::to_string(bits);
+}
 
 // The call's arguments as the core sees them; false if one is a value whose equality
 // cannot be told from its text (only tensors, None, bools, ints and floats can).
@@ -20,7 +40,12 @@ bool to_arguments(const py::list& args, std::vector<aten::GraphArgument>* out) {
     PyObject* arg = args[i].ptr();
     aten::GraphArgument& a = (*out)[i];
     if (THPVariable_Check(arg)) {
-      a.tensor = THPVariable_Unpack(arg);
+      const at::Tensor& tensor = THPVariable_Unpack(arg);
+      if (is_unspecialized_float(tensor)) {
+        a.constant = bits_of(*tensor.const_data_ptr<double>());
+      } else {
+        a.tensor = tensor;
+      }
     } else if (arg == Py_None || PyBool_Check(arg) || PyLong_CheckExact(arg) ||
                PyFloat_CheckExact(arg)) {
       a.constant = std::string(Py_TYPE(arg)->tp_name) + ":" + py::repr(args[i]).cast<std::string>();
