@@ -447,3 +447,25 @@ def test_integer_arguments_are_values_not_sizes():
     assert graphs and all(g["exact_calls"] == 0 for g in graphs), _graphs()
     # Buckets 4, 8 and 16 of the length, each column once: never a program per start.
     assert sum(g["programs"] for g in graphs) <= 4, _graphs()
+
+
+def _first_columns(x, i):
+    return x[:, :i].sum(1) * x.shape[0]
+
+
+def test_the_recompile_log_says_an_integer_value_is_no_size(capfd):
+    from torch_tpu import _C
+
+    previous = _C._get_log_recompiles()
+    _C._set_log_recompiles(True)
+    try:
+        fn = torch.compile(_first_columns, backend="tpu", dynamic=True)
+        for n, i in ((3, 2), (5, 3)):
+            x = torch.randn(n, 4)
+            torch.testing.assert_close(fn(x.to("tpu"), i).cpu(), _first_columns(x, i))
+    finally:
+        _C._set_log_recompiles(previous)
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if "a program for a new bucket" in line]
+    assert any("L['i'] = 3 (a value, not a size)" in line for line in lines), err
+    assert any("L['x'].size()[0] = 5 in bucket 8" in line for line in lines), err
