@@ -24,9 +24,7 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 import torch
@@ -34,6 +32,7 @@ from torch.nn import functional as F
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "examples"))
+from _variants import in_fresh_process  # noqa: E402
 from gpt import GPT, Config  # noqa: E402
 
 import torch_tpu  # noqa: E402
@@ -100,21 +99,6 @@ def _run(variant: str, args, config) -> dict:
     }
 
 
-def _in_fresh_process(variant: str, argv: list[str]) -> dict:
-    env = dict(os.environ, TORCH_TPU_DYNAMIC_BUCKETS="0" if variant == "no buckets" else "1")
-    with tempfile.TemporaryDirectory() as cache:
-        env["TORCH_TPU_CACHE_DIR"] = cache
-        out = subprocess.run(
-            [sys.executable, __file__, *argv, "--one", variant],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-    if out.returncode != 0:
-        raise SystemExit(f"variant {variant!r} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=120)
@@ -142,7 +126,7 @@ def main() -> None:
         f"batch {args.batch}, {args.steps} steps, {len(lengths)} distinct lengths in "
         f"[{args.min_length}, {args.max_length}] ({args.distribution}), AdamW"
     )
-    results = {v: _in_fresh_process(v, argv) for v in args.variants.split(",")}
+    results = {v: in_fresh_process(__file__, v, argv) for v in args.variants.split(",")}
     base = results.get("cpu eager")
     columns = ("programs", "compile s", "total s", "step ms", "total/CPU", "step/CPU", "loss")
     print(f"{'variant':<12} " + " ".join(f"{c:>9}" for c in columns))

@@ -22,14 +22,15 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import torch
 
 import torch_tpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _variants import in_fresh_process  # noqa: E402
 
 
 def _prompts(args):
@@ -82,21 +83,6 @@ def _run(variant: str, args) -> dict:
     }
 
 
-def _in_fresh_process(variant: str, argv: list[str]) -> dict:
-    env = dict(os.environ, TORCH_TPU_DYNAMIC_BUCKETS="0" if variant == "no buckets" else "1")
-    with tempfile.TemporaryDirectory() as cache:
-        env["TORCH_TPU_CACHE_DIR"] = cache
-        out = subprocess.run(
-            [sys.executable, __file__, *argv, "--one", variant],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-    if out.returncode != 0:
-        raise SystemExit(f"variant {variant!r} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompts", type=int, default=20)
@@ -122,7 +108,7 @@ def main() -> None:
         f"[{args.min_length}, {args.max_length}], batches 1-8), {args.new_tokens} new tokens "
         "each, greedy"
     )
-    results = {v: _in_fresh_process(v, argv) for v in args.variants.split(",")}
+    results = {v: in_fresh_process(__file__, v, argv) for v in args.variants.split(",")}
     base = results.get("cpu eager")
     columns = ("programs", "1st pass s", "2nd pass s", "tokens/s", "2nd/CPU", "tokens")
     print(f"{'variant':<12} " + " ".join(f"{c:>10}" for c in columns))

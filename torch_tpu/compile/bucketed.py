@@ -336,10 +336,10 @@ class Unpadder:
 
     def __call__(self, args: list[Any]) -> list[Any]:
         real = self.graph.bind(args)
+        padded = self.graph.plan.padded_sizes(real, self.policy.bucket)
         out = list(args)
         for i, node in enumerate(self.graph.placeholders):
             if isinstance(out[i], torch.Tensor) and node.name in self.graph.plan.layouts:
-                padded = self.graph.plan.padded_sizes(real, self.policy.bucket)
                 out[i] = self.graph._slice(out[i], node, real, padded)
         return out
 

@@ -426,7 +426,7 @@ class _Analysis:
                 if isinstance(val, torch.SymInt):
                     # An integer value read as an index or a size: its real value.
                     self.exact_values |= _expr(val).free_symbols & self.value_only
-        if arange:
+        else:
             start = node.args[0] if node.target is not aten.arange.default else 0
             val = start.meta.get("val") if isinstance(start, torch.fx.Node) else None
             if isinstance(val, torch.SymInt) and _expr(val).free_symbols:
@@ -683,19 +683,14 @@ class _Analysis:
         mask_name = "attn_mask" if "attn_mask" in names else "attn_bias"
         mask = values.get(mask_name)
         if _is_dynamic(k[2]) or _is_dynamic(v[2]):
-            if mask is not None:
-                # The mask gets the keys' padding added: see PaddedInterpreter.
-                if mask_name not in [a.name for a in schema[: len(node.args)]]:
+            if mask is not None or (not causal and mask_name in names):
+                # The mask gets the keys' padding added, or (no mask: a decoded token over
+                # its cache) is made of it: see PaddedInterpreter.attention_mask.
+                if mask is not None and mask_name not in names[: len(node.args)]:
                     raise Unsupported(f"{name}: a mask passed by keyword")
-                position = [a.name for a in schema].index(mask_name)
                 if kind == "backward" and list(values.get("grad_input_mask") or [])[3:4] == [True]:
                     raise Unsupported(f"{name}: the gradient of a mask over padded keys")
-                plan.attention_mask = (position, q[2], k[2])
-            elif not causal and mask_name in names:
-                # No mask (a decoded token over its cache): one is made of the keys'
-                # padding alone.
-                position = [a.name for a in schema].index(mask_name)
-                plan.attention_mask = (position, q[2], k[2])
+                plan.attention_mask = (names.index(mask_name), q[2], k[2])
             elif not causal or q[2] != k[2]:
                 raise Unsupported(f"{name}: a non-causal attention over padded keys")
         if values.get("dropout_p", 0.0):
