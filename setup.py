@@ -63,5 +63,9 @@ setup(
     python_requires=">=3.10",
     # PyTorch imports this with torch itself, so programs that never name torch_tpu
     # (torchrun -m torchtitan.train, PyTorch's device tests) find the tpu device.
-    entry_points={"torch.backends": ["torch_tpu = _torch_tpu_autoload:load"]},
+    entry_points={
+        "torch.backends": ["torch_tpu = _torch_tpu_autoload:load"],
+        # vLLM finds the tpu platform here (torch_tpu/serving); see scripts/setup.sh --vllm.
+        "vllm.platform_plugins": ["tpu = torch_tpu.serving:register"],
+    },
 )

@@ -524,6 +524,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("huber_loss_backward", TORCH_FN(huber_loss_backward));
   m.impl("huber_loss_backward.out", TORCH_FN(huber_loss_backward_out));
 
+  // distributions.cpp
+  m.impl("exponential_", TORCH_FN(exponential_));
+  m.impl("log_normal_", TORCH_FN(log_normal_));
+  m.impl("cauchy_", TORCH_FN(cauchy_));
+  m.impl("geometric_", TORCH_FN(geometric_));
+
   // random_extra.cpp
   m.impl("randperm", TORCH_FN(randperm));
   m.impl("randperm.generator", TORCH_FN(randperm_generator));

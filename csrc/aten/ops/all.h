@@ -23,6 +23,7 @@
 #include "aten/ops/pointwise.h"
 #include "aten/ops/polar.h"
 #include "aten/ops/pool.h"
+#include "aten/ops/distributions.h"
 #include "aten/ops/random.h"
 #include "aten/ops/random_extra.h"
 #include "aten/ops/reduce.h"
