@@ -57,6 +57,24 @@ def test_accelerator_memory_functions():
     acc.empty_cache()
 
 
+def test_empty_host_cache_after_the_device_is_in_use():
+    # vLLM calls it at shutdown; with no host allocator registered for the device it crashed
+    # (a null pointer in at::accelerator::emptyHostCache), so it runs in a process of its own.
+    from fresh_process import run_python
+
+    result = run_python(
+        "import torch, torch_tpu\n"
+        "x = torch.ones(4, device='tpu')\n"
+        "torch.accelerator.empty_host_cache()\n"
+        "y = torch.arange(3.0).pin_memory()\n"
+        "torch.accelerator.empty_host_cache()\n"
+        "print(y.is_pinned(), y.to('tpu', non_blocking=True).cpu().tolist())\n",
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "True [0.0, 1.0, 2.0]"
+
+
 def test_device_capability_and_name():
     capability = torch.tpu.get_device_capability()
     assert isinstance(capability, tuple) and len(capability) == 2

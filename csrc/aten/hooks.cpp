@@ -1,5 +1,6 @@
 // PrivateUse1 hooks: availability, device count, generators, pinned host memory
 // and storage resizing, as PyTorch asks a backend for them.
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/alloc_cpu.h>
@@ -16,8 +17,10 @@ namespace tpu::aten {
 namespace {
 
 // Host memory handed out by pin_memory(). On PJRT there is no DMA registration to
-// make, but PyTorch users expect pin_memory()/is_pinned() to round-trip.
-class PinnedAllocator final : public c10::Allocator {
+// make, but PyTorch users expect pin_memory()/is_pinned() to round-trip. It is also
+// the device's host allocator for torch.accelerator (empty_host_cache() and the like
+// call through it, and find nothing registered otherwise).
+class PinnedAllocator final : public at::HostAllocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
     void* data = nbytes == 0 ? nullptr : c10::alloc_cpu(nbytes);
@@ -33,6 +36,17 @@ class PinnedAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
+
+  // A copy from pinned memory is tracked by our own copy engine (copy.cpp waits for the
+  // copies touching a host buffer before it is reused), so there is no event to record.
+  bool record_event(void* /*ptr*/, void* /*ctx*/, c10::Stream /*stream*/) override {
+    return true;
+  }
+  // Nothing is cached: every block goes back to the system when it is freed.
+  void empty_cache() override {}
+  at::HostStats get_stats() override { return {}; }
+  void reset_accumulated_stats() override {}
+  void reset_peak_stats() override {}
 
   bool contains(const void* pointer) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -104,6 +118,7 @@ class TpuHooks final : public at::PrivateUse1HooksInterface {
 const bool registered = [] {
   at::RegisterPrivateUse1HooksInterface(new TpuHooks());  // lives for the process
   c10::SetAllocator(c10::DeviceType::PrivateUse1, allocator());
+  at::setHostAllocator(c10::DeviceType::PrivateUse1, &PinnedAllocator::instance());
   return true;
 }();
 
