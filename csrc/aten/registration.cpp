@@ -609,6 +609,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             c10::string_view reduce, bool include_self) -> at::Tensor& {
            return scatter_reduce_two_out(self, dim, index, src, reduce, include_self, self);
          });
+  m.impl("index_copy.out", TORCH_FN(index_copy_out));
+  m.impl("index_copy", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                          const at::Tensor& source) {
+    at::Tensor out = self.new_empty({0});
+    return index_copy_out(self, dim, index, source, out);
+  });
+  m.impl("index_copy_",
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index,
+            const at::Tensor& source) -> at::Tensor& {
+           return index_copy_out(self, dim, index, source, self);
+         });
   m.impl("index_add.out", TORCH_FN(index_add_out));
   m.impl("index_add", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Tensor& source, const c10::Scalar& alpha) {

@@ -26,6 +26,7 @@ import torch
 from vllm.logger import init_logger
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
+import torch_tpu
 from torch_tpu.serving.buckets import bucket, buckets
 
 logger = init_logger(f"vllm.{__name__}")
@@ -90,6 +91,9 @@ class TpuModelRunner(GPUModelRunner):
         compute_logits = self.model.compute_logits
 
         def logits_on_host(hidden_states: torch.Tensor) -> torch.Tensor:
+            # defer_and_fuse: the rows' gather (execute_model keeps its result) is a graph
+            # of its own, so none of it is left pending into the next step's graph.
+            torch_tpu.sync()
             logits = compute_logits(hidden_states).to(HOST)
             rows, self._sampled_rows = self._sampled_rows, None
             return logits if rows is None else logits[:rows]
@@ -102,17 +106,42 @@ class TpuModelRunner(GPUModelRunner):
         def forward_on_device(*args, **kwargs):
             args = [_to(value, self.device) for value in args]
             kwargs = {name: _to(value, self.device) for name, value in kwargs.items()}
-            return forward(*args, **kwargs)
+            hidden_states = forward(*args, **kwargs)
+            # defer_and_fuse: end the step's forward graph here, so it is one program per
+            # (token bucket, context-block bucket) and the logits another per (token bucket,
+            # request bucket), each warmed up on its own.
+            torch_tpu.sync()
+            return hidden_states
 
         self.model.forward = forward_on_device
 
-    def _dummy_sampler_run(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        # The sampler runs on the host here: make its dummy sampling parameters there too.
+    def initialize_kv_cache(self, *args, **kwargs) -> None:
+        super().initialize_kv_cache(*args, **kwargs)
+        # vLLM allocates the caches as bytes and views them in the model's dtype. Writing each
+        # once in that dtype settles how its device buffer is typed, so the first step's
+        # programs (warm-up's) take the same inputs as every later step's.
+        for cache in self.kv_caches:
+            if isinstance(cache, torch.Tensor):
+                cache.zero_()
+        torch_tpu.sync()
+
+    @contextlib.contextmanager
+    def _on_host(self):
+        """vLLM's bookkeeping and sampling code makes its tensors (and per-request seeded
+        generators) on self.device; here those belong on the host."""
         device, self.device = self.device, HOST
         try:
-            return super()._dummy_sampler_run(hidden_states)
+            yield
         finally:
             self.device = device
+
+    def _update_states(self, scheduler_output):
+        with self._on_host():
+            return super()._update_states(scheduler_output)
+
+    def _dummy_sampler_run(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        with self._on_host():
+            return super()._dummy_sampler_run(hidden_states)
 
     def _sync_device(self) -> None:
         torch.tpu.synchronize(self.device)
@@ -138,7 +167,9 @@ class TpuModelRunner(GPUModelRunner):
         self._sampled_rows = rows
         if padded > rows:
             logits_indices = torch.cat([logits_indices, logits_indices.new_zeros(padded - rows)])
-        return (logits_indices.to(self.device), *rest)
+        # Left on the host: the gather after the forward pass sends it (an upload recorded
+        # before the forward would make the step's fused graph differ from warm-up's).
+        return (logits_indices, *rest)
 
     def warm_up_buckets(self) -> None:
         """Runs a forward pass, attention included, for every token bucket and every bucket of
@@ -149,6 +180,7 @@ class TpuModelRunner(GPUModelRunner):
         max_len = self.model_config.max_model_len
         max_requests = self.scheduler_config.max_num_seqs
         runs = 0
+        torch_tpu.sync()  # whatever the profile run left pending is not part of warm-up's graphs
         for tokens in buckets(self.max_num_tokens):
             requests = min(tokens, max_requests)
             per_request = -(-tokens // requests)
@@ -161,12 +193,15 @@ class TpuModelRunner(GPUModelRunner):
                     hidden_states, _ = self._dummy_run(
                         tokens, force_attention=True, profile_seq_lens=context
                     )
+                    # The dummy run gathers rows of its own after the forward pass: run
+                    # them now, so they are not recorded into the next pass's graph.
+                    torch_tpu.sync()
                     runs += 1
                 context *= 2
             # The logits of each request bucket, gathered from this token bucket's rows.
             for rows in buckets(min(max_requests, tokens)):
-                indices = torch.zeros(rows, dtype=torch.int64, device=self.device)
-                self.model.compute_logits(hidden_states[indices])
+                # Host indices, as execute_model's logits_indices are.
+                self.model.compute_logits(hidden_states[torch.zeros(rows, dtype=torch.int32)])
         torch.tpu.synchronize(self.device)
         logger.info(
             "Warmed up %d bucketed forward passes in %.1f s.", runs, time.perf_counter() - started

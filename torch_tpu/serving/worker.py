@@ -8,6 +8,7 @@ warm-up compiles the padding buckets instead of capturing CUDA graphs.
 from __future__ import annotations
 
 import contextlib
+import os
 
 import torch
 from vllm.config import set_current_vllm_config
@@ -25,6 +26,10 @@ logger = init_logger(f"vllm.{__name__}")
 
 class TpuWorker(Worker):
     def init_device(self) -> None:
+        # --enforce-eager runs the model op by op: defer_and_fuse turns each step's ops into
+        # a few fused programs (one per bucket after warm-up). TORCH_TPU_EAGER_MODE wins.
+        if self.model_config.enforce_eager and "TORCH_TPU_EAGER_MODE" not in os.environ:
+            torch.tpu.eager_mode = "defer_and_fuse"
         self.device = torch.device("tpu", self.local_rank)
         torch.tpu.set_device(self.device)
         current_platform.check_if_supports_dtype(self.model_config.dtype)

@@ -10,6 +10,8 @@
 #include <ATen/native/ScatterGatherChecks.h>
 #include <ATen/ops/empty.h>
 
+#include <sstream>
+
 #include "aten/dtype.h"
 #include "aten/ops/all.h"
 #include "aten/prepared_op.h"
@@ -421,6 +423,82 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
                      b.broadcast_to(p.scalar(alpha, self.scalar_type()), update_dims));
     }
     x = indexing::put_along(b, x, dim, at_least_1d(b, p.read(index, at::kLong)), upd, Combine::Add);
+  }
+  p.write(out, b.reshape(x, self.sizes().vec()));
+  p.run();
+  return out;
+}
+
+namespace {
+
+// PyTorch's index_copy meta checks (TORCH_META_FUNC(index_copy)), in its order and words.
+void check_index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                      const at::Tensor& source) {
+  TORCH_CHECK_INDEX(index.dim() < 2, "index_copy_(): Index should have dimension 1 or 0 (got ",
+                    index.dim(), ")");
+  const int64_t numel = index.numel();
+  if (source.dim() == 0 && numel != 1) {
+    TORCH_CHECK_INDEX(false,
+                      "index_copy_(): When source is scalar, index should have one element (got ",
+                      numel, ")");
+  } else if (source.dim() != self.dim() && source.dim() != 0 && self.dim() != 0) {
+    TORCH_CHECK_INDEX(false,
+                      "index_copy_(): When source and destination are not scalars, their "
+                      "dimensionality must match. Source dimensionality (",
+                      source.dim(), "), destination dimensionality (", self.dim(), ")");
+  }
+  TORCH_CHECK(index.scalar_type() == at::kLong,
+              "index_copy_(): Expected a long tensor for index, but got ", index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "index_copy_(): self and source expected to have the same dtype, but got (self) ",
+              self.scalar_type(), " and (source) ", source.scalar_type());
+  auto sliced = [dim](const at::Tensor& t) {
+    std::vector<int64_t> sizes = t.sizes().vec();
+    if (!sizes.empty()) sizes.erase(sizes.begin() + dim);
+    return sizes;
+  };
+  std::vector<int64_t> self_slice = sliced(self), source_slice = sliced(source);
+  if (self_slice != source_slice) {
+    std::ostringstream message;
+    message << "index_copy_(): Source/destination tensor must have same slice shapes. "
+            << "Destination slice shape: ";
+    for (size_t i = 0; i < self_slice.size(); ++i) message << (i ? " " : "") << self_slice[i];
+    message << " at dimension " << dim << " and source slice shape: ";
+    for (size_t i = 0; i < source_slice.size(); ++i) message << (i ? " " : "") << source_slice[i];
+    message << " at dimension 0.";
+    TORCH_CHECK(false, message.str());
+  }
+  TORCH_CHECK_INDEX(source.dim() == 0 || numel == source.size(dim),
+                    "index_copy_(): Number of indices (", numel,
+                    ") should be equal to source.size(dim) (", source.size(dim), ")");
+}
+
+}  // namespace
+
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Tensor& source, at::Tensor& out) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  check_index_copy(self, dim, index, source);
+  if (!out.is_same(self)) at::native::resize_output(out, self.sizes());
+  at::assert_no_internal_overlap(out);
+  const int64_t size = self.dim() == 0 ? 1 : self.size(dim);
+  if (index.numel() > 0) {
+    indexing::check_min_max(index, [dim, size](int64_t lo, int64_t hi) {
+      int64_t bad = lo < 0 ? lo : hi;
+      TORCH_CHECK_INDEX(lo >= 0 && hi < size, "index_copy_(): index ", bad,
+                        " is out of bounds for dimension ", dim, " with size ", size);
+    });
+  }
+  Program p("aten::index_copy.out");
+  auto& b = p.b();
+  Value x = at_least_1d(b, p.read(self));
+  if (index.numel() > 0) {
+    std::vector<int64_t> update_dims = x.dims();
+    update_dims[dim] = index.numel();
+    Value updates = b.reshape(p.read(source), update_dims);
+    // Repeated indices: one of the rows wins, as on the CPU (which keeps the last).
+    x = indexing::put_along(b, x, dim, at_least_1d(b, p.read(index, at::kLong)), updates,
+                            Combine::Replace);
   }
   p.write(out, b.reshape(x, self.sizes().vec()));
   p.run();
