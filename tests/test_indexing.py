@@ -572,3 +572,52 @@ def test_coverage():
         "replication_pad2d",
     ]:
         assert "aten::" + op in names, op
+
+
+def test_index_copy_into_a_view_writes_through_and_matches_the_cpu():
+    # vLLM's KV-cache write: index_copy_ into a permuted view of a bigger buffer.
+    base = torch.zeros(6, 2, 4)
+    rows = torch.arange(24.0).view(3, 2, 4)
+    index = torch.tensor([4, 0, 2])
+    expected = base.clone()
+    expected.permute(1, 0, 2).permute(1, 0, 2).index_copy_(0, index, rows)
+    on_tpu = base.to("tpu")
+    on_tpu.permute(1, 0, 2).permute(1, 0, 2).index_copy_(0, index.to("tpu"), rows.to("tpu"))
+    assert torch.equal(on_tpu.cpu(), expected)
+    column = torch.zeros(4, 3, device="tpu")
+    column.t().index_copy_(0, torch.tensor([1], device="tpu"), torch.ones(1, 4, device="tpu"))
+    assert torch.equal(column.cpu(), torch.zeros(4, 3).index_fill_(1, torch.tensor([1]), 1.0))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d: torch.zeros(3, 4, device=d).index_copy_(
+            0, torch.tensor([[0]], device=d), torch.ones(1, 4, device=d)
+        ),
+        lambda d: torch.zeros(3, 4, device=d).index_copy_(
+            0, torch.tensor([0], device=d), torch.ones(1, 4, device=d, dtype=torch.long)
+        ),
+        lambda d: torch.zeros(3, 4, device=d).index_copy_(
+            0, torch.tensor([0, 1, 2], device=d), torch.ones(2, 4, device=d)
+        ),
+        lambda d: torch.zeros(3, 4, device=d).index_copy_(
+            0, torch.tensor([5], device=d), torch.ones(1, 4, device=d)
+        ),
+        lambda d: torch.zeros(3, 4, device=d).index_copy_(
+            0, torch.tensor([0], dtype=torch.int32, device=d), torch.ones(1, 4, device=d)
+        ),
+        lambda d: torch.zeros(3, 4, 5, device=d).index_copy_(
+            0, torch.tensor([0], device=d), torch.ones(1, 4, 6, device=d)
+        ),
+        lambda d: torch.zeros(3, device=d).index_copy_(
+            0, torch.tensor([0, 1], device=d), torch.tensor(1.0, device=d)
+        ),
+    ],
+)
+def test_index_copy_errors_match_the_cpu(call):
+    with pytest.raises((RuntimeError, IndexError)) as on_cpu:
+        call("cpu")
+    with pytest.raises(type(on_cpu.value)) as on_tpu:
+        call("tpu")
+    assert str(on_tpu.value) == str(on_cpu.value)

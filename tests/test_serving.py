@@ -88,6 +88,21 @@ def test_offline_llm_matches_hugging_face_and_compiles_nothing_after_warm_up(
     assert result["prefix_cache_hits"] >= 64
 
 
+def test_tensor_parallel_over_two_devices_gives_the_same_tokens(models, tmp_path):
+    run = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tests", "vllm_offline_run.py"), models["llama"]]
+        + ["tp2", json.dumps(PROMPTS)],
+        env=dict(environment(tmp_path), TORCH_TPU_CPU_DEVICES="2"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert run.returncode == 0 and lines, run.stderr[-4000:]
+    tokens = json.loads(lines[-1][len("RESULT ") :])["tokens"]
+    assert tokens == hugging_face_greedy(models["llama"], PROMPTS)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,7 +5,10 @@ requests of mixed lengths are served, and prefix-cache hits for a repeated long 
 A script (not an import in the test process) because vLLM's engine sets process-wide state:
 the eager mode, Dynamo's compiled code, the distributed group.
 
-    python tests/vllm_offline_run.py MODEL_DIR eager|compiled PROMPTS_JSON
+    python tests/vllm_offline_run.py MODEL_DIR eager|compiled|tp2 PROMPTS_JSON
+
+tp2: tensor parallel over two devices, in eager mode; only the greedy tokens (its workers are
+processes of their own, so this process's counters say nothing about them).
 """
 
 import json
@@ -42,7 +45,8 @@ def main(model: str, mode: str, prompts: list[list[int]]) -> dict:
         model=model,
         dtype="float32",
         kv_cache_memory_bytes=1 << 24,
-        enforce_eager=mode == "eager",
+        enforce_eager=mode != "compiled",
+        tensor_parallel_size=2 if mode == "tp2" else 1,
         seed=0,
         disable_log_stats=False,
         **LIMITS,
@@ -51,6 +55,8 @@ def main(model: str, mode: str, prompts: list[list[int]]) -> dict:
     before = programs_built()
     outputs = llm.generate([{"prompt_token_ids": p} for p in prompts], greedy)
     tokens = [list(o.outputs[0].token_ids) for o in outputs]
+    if mode == "tp2":
+        return {"tokens": tokens}
 
     rng = random.Random(0)
     mixed = [[rng.randrange(3, 380) for _ in range(rng.randrange(1, 60))] for _ in range(20)]

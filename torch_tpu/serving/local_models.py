@@ -48,15 +48,20 @@ def _tokenizer(vocab_size: int):
     )
 
 
-def _config(arch: str, vocab_size: int, max_len: int):
+# Widths and depths: "tiny" for tests, "small" for benchmarks (about 30M parameters).
+SIZES = {
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2),
+    "small": dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=6),
+}
+
+
+def _config(arch: str, vocab_size: int, max_len: int, size: str):
     import transformers
 
     common = dict(
         vocab_size=vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SIZES[size],
+        num_attention_heads=8 if size == "small" else 4,
         num_key_value_heads=2,  # grouped-query attention
         max_position_embeddings=max_len,
         bos_token_id=1,
@@ -65,24 +70,26 @@ def _config(arch: str, vocab_size: int, max_len: int):
         # is not a coin toss between near-equal tokens.
         initializer_range=0.5,
         tie_word_embeddings=False,
-        torch_dtype="float32",
+        dtype="float32",
     )
     if arch == "llama":
-        return transformers.LlamaConfig(head_dim=32, **common)
+        return transformers.LlamaConfig(head_dim=64 if size == "small" else 32, **common)
     if arch == "qwen2":
         return transformers.Qwen2Config(**common)
     raise ValueError(f"unknown architecture {arch!r}: llama or qwen2")
 
 
-def make_model(directory: str, arch: str = "llama", max_len: int = 256, seed: int = 0) -> str:
-    """Writes a small random model of `arch` and its tokenizer to `directory`; returns it."""
+def make_model(
+    directory: str, arch: str = "llama", max_len: int = 256, seed: int = 0, size: str = "tiny"
+) -> str:
+    """Writes a random model of `arch` and `size` and its tokenizer to `directory`; returns it."""
     import torch
     import transformers
 
     tokenizer = _tokenizer(vocab_size=384)
-    config = _config(arch, len(tokenizer), max_len)
+    config = _config(arch, len(tokenizer), max_len, size)
     torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     os.makedirs(directory, exist_ok=True)
     model.save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)
@@ -94,5 +101,6 @@ if __name__ == "__main__":
     parser.add_argument("directory")
     parser.add_argument("--arch", default="llama", choices=["llama", "qwen2"])
     parser.add_argument("--max-len", type=int, default=256)
+    parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
     arguments = parser.parse_args()
-    print(make_model(arguments.directory, arguments.arch, arguments.max_len))
+    print(make_model(arguments.directory, arguments.arch, arguments.max_len, size=arguments.size))
