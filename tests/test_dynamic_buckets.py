@@ -425,6 +425,34 @@ def test_a_non_causal_attention_without_a_mask_over_padded_keys(queries):
     assert all(g["programs"] == 3 for g in graphs), _graphs()  # buckets 4, 8, 16
 
 
+def _attend_grouped(q, k, v, causal):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "one decoded token"])
+def test_grouped_query_attention_runs_bucketed_through_the_math_path(causal):
+    """Keys with fewer heads than the queries (enable_gqa, as Hugging Face passes it)
+    take PyTorch's math path: its causal mask (tril) and its check for rows of -inf
+    scores (all) run padded; forward and gradients equal the CPU's."""
+    torch.manual_seed(0)
+    fn = torch.compile(_attend_grouped, backend="tpu")
+    for n in (3, 5, 9):
+        q = torch.randn(2, 4, n if causal else 1, 8, requires_grad=True)
+        k, v = (torch.randn(2, 2, n, 8, requires_grad=True) for _ in range(2))
+        moved = [t.detach().to("tpu").requires_grad_() for t in (q, k, v)]
+        for t in moved[int(not causal) :]:
+            torch._dynamo.mark_dynamic(t, 2)
+        got, want = fn(*moved, causal), _attend_grouped(q, k, v, causal)
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+        (got * got).sum().backward()
+        (want * want).sum().backward()
+        for a, b in zip(moved, (q, k, v)):
+            torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-5)
+    graphs = [g for g in _graphs().values() if g["programs"]]  # a forward, a backward
+    assert len(graphs) == 2 and all(g["exact_calls"] == 0 for g in graphs), _graphs()
+    assert all(g["programs"] == 3 for g in graphs), _graphs()  # buckets 4, 8, 16
+
+
 def _from_position(x, table, start, column):
     # `start` and `column` are integers, not sizes: positions count from the real start,
     # and the column is read where the user points.

@@ -132,8 +132,10 @@ class Server:
                 "8",
                 "--max-num-batched-tokens",
                 "64",
-                "--kv-cache-memory-bytes",
-                str(1 << 24),
+                # The KV cache sized from the device's memory statistics: a quarter of a 1 GiB
+                # device (TORCH_TPU_HBM_BYTES below) less the forward pass's peak.
+                "--gpu-memory-utilization",
+                "0.25",
                 "--enforce-eager",
                 "--kv-events-config",
                 json.dumps(
@@ -146,7 +148,7 @@ class Server:
                 ),
                 *extra,
             ],
-            env=environment(tmp_path),
+            env=dict(environment(tmp_path), TORCH_TPU_HBM_BYTES=str(1 << 30)),
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the engine core dies with it
@@ -271,6 +273,9 @@ def test_openai_server_serves_chat_streams_metrics_kv_events_and_bad_requests(se
         assert status == 200, body
     assert server.metric("vllm:prefix_cache_hits_total") - hits >= 64
     assert server.metric("vllm:kv_cache_usage_perc") >= 0
+    server.log.flush()
+    with open(server.log.name) as log:
+        assert "GiB allowed" in log.read()  # the worker's measurement of device memory
 
     # KV events: the blocks the requests stored were published (what llm-d's routing reads).
     decoder = Decoder(type=KVEventBatch)

@@ -240,7 +240,18 @@ _EXTREMA = {
     aten.amin.default: float("inf"),
     aten.argmax.default: float("-inf"),
     aten.argmin.default: float("inf"),
+    # all and any are the minimum and maximum of booleans. PyTorch's math attention (run
+    # for grouped-query heads, which the device's fused kernel does not take) asks
+    # whether a row of scores is all -inf.
+    aten.all.default: True,
+    aten.all.dim: True,
+    aten.all.dims: True,
+    aten.any.default: False,
+    aten.any.dim: False,
+    aten.any.dims: False,
 }
+# Lower or upper triangles: which elements they keep depends on positions alone.
+_TRIANGLES = {aten.tril.default, aten.triu.default}
 _SOFTMAX = {aten._softmax.default, aten._log_softmax.default}
 _SOFTMAX_BACKWARD = {aten._softmax_backward_data.default, aten._log_softmax_backward_data.default}
 _CREATION = {
@@ -548,6 +559,19 @@ class _Analysis:
                 raise Unsupported(f"{name}: an index into a merged padded dimension")
             plan.masks.append(Mask(0, padded, _EXTREMA[node.target]))
         self.set_out(node, [out])
+
+    def triangle_rule(self, node, plan, out_shapes, name):
+        """tril/triu (the math attention's causal mask): an element is kept or zeroed by
+        its row and column alone, and trailing padding moves no real element, so the real
+        part is the unpadded triangle. A merged dimension or a symbolic diagonal would
+        move the real elements relative to the diagonal."""
+        source = self.layout(node.args[0])
+        diagonal = node.args[1] if len(node.args) > 1 else node.kwargs.get("diagonal", 0)
+        if any(len(dim) > 1 and _is_dynamic(dim) for dim in source[-2:]):
+            raise Unsupported(f"{name} over a merged padded dimension")
+        if not isinstance(diagonal, int):
+            raise Unsupported(f"{name} with a symbolic diagonal")
+        self.set_out(node, [source])
 
     def matmul_rule(self, node, plan, out_shapes, name):
         first = 1 if node.target is aten.addmm.default else 0
@@ -871,6 +895,7 @@ _RULES: dict[Any, str] = {
     aten.expand.default: "expand_rule",
     **dict.fromkeys(_SUMS, "sum_rule"),
     **dict.fromkeys(_EXTREMA, "extremum_rule"),
+    **dict.fromkeys(_TRIANGLES, "triangle_rule"),
     **dict.fromkeys((aten.mm.default, aten.bmm.default, aten.addmm.default), "matmul_rule"),
     **dict.fromkeys(_SOFTMAX, "softmax_rule"),
     **dict.fromkeys(_SOFTMAX_BACKWARD, "softmax_backward_rule"),

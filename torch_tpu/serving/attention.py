@@ -206,6 +206,13 @@ class TpuAttentionImpl(AttentionImpl):
         self.sliding_window = sliding_window
         self.kv_sharing_target_layer_name = kv_sharing_target_layer_name
         self.attn_type = attn_type
+        self._pages_of: dict[tuple[int, int], _Pages] = {}
+
+    def _pages(self, kv_cache: torch.Tensor) -> _Pages:
+        key = (kv_cache.data_ptr(), kv_cache.numel())
+        if key not in self._pages_of:
+            self._pages_of[key] = _pages(kv_cache)
+        return self._pages_of[key]
 
     def do_kv_cache_update(
         self,
@@ -221,10 +228,10 @@ class TpuAttentionImpl(AttentionImpl):
         meta = meta.get(layer.layer_name) if isinstance(meta, dict) else None
         if meta is None:  # vLLM's profiling pass runs without metadata
             return
-        rows = _token_rows(kv_cache)
+        pages = self._pages(kv_cache)
         tokens = meta.slots.shape[0]
-        new = torch.cat([key[:tokens], value[:tokens]], dim=-1).to(rows.dtype)
-        rows.index_copy_(0, meta.slots, new)
+        new = torch.cat([key[:tokens], value[:tokens]], dim=-1).to(pages.rows.dtype)
+        pages.rows.index_copy_(0, meta.slots + pages.first_row, new)
 
     def forward(
         self,
@@ -245,7 +252,8 @@ class TpuAttentionImpl(AttentionImpl):
         if attn_metadata is None:  # vLLM's profiling pass runs without metadata
             return output
         meta = attn_metadata
-        pages = _blocks(kv_cache)[meta.blocks]  # [TBp, bs, H, K|V]
+        cache = self._pages(kv_cache)
+        pages = cache.blocks[meta.blocks + cache.first_block]  # [TBp, bs, H, K|V]
         pages = pages.reshape(1, -1, self.num_kv_heads, 2 * self.head_size).transpose(1, 2)
         keys = pages[..., : self.head_size]
         values = pages[..., self.head_size :]
@@ -271,18 +279,37 @@ class TpuAttentionImpl(AttentionImpl):
         return output
 
 
-def _blocks(kv_cache: torch.Tensor) -> torch.Tensor:
-    """The cache as [blocks, block size, heads, K|V]: vLLM hands each layer the logical
-    [blocks, heads, block size, K|V] view of the LBNHC layout, a permutation of it."""
-    return kv_cache.permute(0, 2, 1, 3)
+@dataclass
+class _Pages:
+    """A layer's KV cache seen through its whole storage. vLLM carves every layer's cache out
+    of one buffer; a write into a layer's slice of it would be lowered as slice, scatter and
+    update-slice of the whole slice (a copy of the layer's cache every step), where a scatter
+    into the whole buffer updates it in place."""
+
+    blocks: torch.Tensor  # the storage as [blocks of every layer, block size, heads, K|V]
+    rows: torch.Tensor  # the same as [token rows, heads, K|V]
+    first_block: int  # this layer's first block in it
+    first_row: int
 
 
-def _token_rows(kv_cache: torch.Tensor) -> torch.Tensor:
-    blocks = _blocks(kv_cache)
-    if not blocks.is_contiguous():
-        # A reshape would copy, and the writes would miss the cache.
+def _pages(kv_cache: torch.Tensor) -> _Pages:
+    # vLLM hands each layer the logical [blocks, heads, block size, K|V] view of the LBNHC
+    # layout; permuted back it is the physical [blocks, block size, heads, K|V].
+    blocks = kv_cache.permute(0, 2, 1, 3)
+    _, block_size, heads, width = blocks.shape
+    per_block = block_size * heads * width
+    if not blocks.is_contiguous() or blocks.storage_offset() % per_block:
         raise RuntimeError(
             f"torch_tpu's vLLM attention expects the LBNHC KV cache layout; this cache has "
             f"strides {tuple(kv_cache.stride())} for shape {tuple(kv_cache.shape)}."
         )
-    return blocks.view(-1, blocks.shape[2], blocks.shape[3])
+    storage = kv_cache.untyped_storage()
+    total_blocks = storage.nbytes() // kv_cache.element_size() // per_block
+    whole = kv_cache.new_empty(0).set_(storage, 0, (total_blocks, block_size, heads, width))
+    first_block = blocks.storage_offset() // per_block
+    return _Pages(
+        blocks=whole,
+        rows=whole.view(-1, heads, width),
+        first_block=first_block,
+        first_row=first_block * block_size,
+    )
