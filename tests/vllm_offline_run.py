@@ -5,7 +5,9 @@ requests of mixed lengths are served, and prefix-cache hits for a repeated long 
 A script (not an import in the test process) because vLLM's engine sets process-wide state:
 the eager mode, Dynamo's compiled code, the distributed group.
 
-    python tests/vllm_offline_run.py MODEL_DIR eager|compiled|tp2 PROMPTS_JSON
+    python tests/vllm_offline_run.py MODEL_DIR eager|compiled|bf16|tp2 PROMPTS_JSON
+
+bf16: eager, the model in bfloat16.
 
 tp2: tensor parallel over two devices, in eager mode; only the greedy tokens (its workers are
 processes of their own, so this process's counters say nothing about them).
@@ -43,7 +45,7 @@ def prefix_cache_hits(llm) -> float:
 def main(model: str, mode: str, prompts: list[list[int]]) -> dict:
     llm = LLM(
         model=model,
-        dtype="float32",
+        dtype="bfloat16" if mode == "bf16" else "float32",
         kv_cache_memory_bytes=1 << 24,
         enforce_eager=mode != "compiled",
         tensor_parallel_size=2 if mode == "tp2" else 1,
