@@ -402,6 +402,21 @@ def _attend(q, k, v):
     return F.scaled_dot_product_attention(q, k, v)
 
 
+def _assert_attention_matches_cpu(got, want, moved, originals):
+    """Forward values and the inputs' gradients (of the output's squares) equal the CPU's."""
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    (got * got).sum().backward()
+    (want * want).sum().backward()
+    for a, b in zip(moved, originals):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-5)
+
+
+def _assert_one_bucketed_forward_and_backward():
+    graphs = [g for g in _graphs().values() if g["programs"]]  # a forward, a backward
+    assert len(graphs) == 2 and all(g["exact_calls"] == 0 for g in graphs), _graphs()
+    assert all(g["programs"] == 3 for g in graphs), _graphs()  # buckets 4, 8, 16
+
+
 @pytest.mark.parametrize("queries", ["one decoded token", "as many as the keys"])
 def test_a_non_causal_attention_without_a_mask_over_padded_keys(queries):
     """The keys' padding becomes the mask (a decoded token over its cache, an encoder's
@@ -414,15 +429,8 @@ def test_a_non_causal_attention_without_a_mask_over_padded_keys(queries):
         moved = [t.detach().to("tpu").requires_grad_() for t in (q, k, v)]
         for t in moved[int(queries == "one decoded token") :]:
             torch._dynamo.mark_dynamic(t, 2)
-        got, want = fn(*moved), _attend(q, k, v)
-        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
-        (got * got).sum().backward()
-        (want * want).sum().backward()
-        for a, b in zip(moved, (q, k, v)):
-            torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-5)
-    graphs = [g for g in _graphs().values() if g["programs"]]  # a forward, a backward
-    assert len(graphs) == 2 and all(g["exact_calls"] == 0 for g in graphs), _graphs()
-    assert all(g["programs"] == 3 for g in graphs), _graphs()  # buckets 4, 8, 16
+        _assert_attention_matches_cpu(fn(*moved), _attend(q, k, v), moved, (q, k, v))
+    _assert_one_bucketed_forward_and_backward()
 
 
 def _attend_grouped(q, k, v, causal):
@@ -443,14 +451,8 @@ def test_grouped_query_attention_runs_bucketed_through_the_math_path(causal):
         for t in moved[int(not causal) :]:
             torch._dynamo.mark_dynamic(t, 2)
         got, want = fn(*moved, causal), _attend_grouped(q, k, v, causal)
-        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
-        (got * got).sum().backward()
-        (want * want).sum().backward()
-        for a, b in zip(moved, (q, k, v)):
-            torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-5, atol=1e-5)
-    graphs = [g for g in _graphs().values() if g["programs"]]  # a forward, a backward
-    assert len(graphs) == 2 and all(g["exact_calls"] == 0 for g in graphs), _graphs()
-    assert all(g["programs"] == 3 for g in graphs), _graphs()  # buckets 4, 8, 16
+        _assert_attention_matches_cpu(got, want, moved, (q, k, v))
+    _assert_one_bucketed_forward_and_backward()
 
 
 def _from_position(x, table, start, column):
