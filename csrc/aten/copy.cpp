@@ -34,7 +34,7 @@ bool is_whole_storage(const at::Tensor& t, const runtime::DeviceStorage& storage
 at::Tensor dense_source(const at::Tensor& src) {
   runtime::DeviceStorage* storage = device_storage(src.storage());
   if (storage->has_buffer() && is_whole_storage(src, *storage) &&
-      storage->element_type() == element_type(src.scalar_type())) {
+      storage->element_type() == storage_element_type(src.scalar_type())) {
     return src;
   }
   at::Tensor dense = at::empty(src.sizes(), src.options());
@@ -59,9 +59,10 @@ at::Tensor download(const at::Tensor& src) {
 // Replaces the whole storage of `dst` with the contiguous CPU tensor `src` (same dtype and size).
 void upload_into(const at::Tensor& dst, const at::Tensor& src) {
   runtime::DeviceStorage* storage = device_storage(dst.storage());
-  hlo::ElementType type = element_type(src.scalar_type());
+  hlo::ElementType type = storage_element_type(src.scalar_type());
+  const int64_t elements = src.numel() * storage_elements_per_value(src.scalar_type());
   storage->set_buffer(runtime::Runtime::get().client().buffer_from_host(
-                          src.data_ptr(), buffer_type(type), {src.numel()}, storage->device()),
+                          src.data_ptr(), buffer_type(type), {elements}, storage->device()),
                       type);
   runtime::metrics().count_host_to_device();
 }
@@ -87,11 +88,12 @@ void wait_for_copies_touching(const at::Tensor& host) {
 // until the plugin has read it. Work on `dst` is ordered after the copy by its buffer.
 void upload_into_asynchronously(const at::Tensor& dst, const at::Tensor& src) {
   runtime::DeviceStorage* storage = device_storage(dst.storage());
-  hlo::ElementType type = element_type(src.scalar_type());
+  hlo::ElementType type = storage_element_type(src.scalar_type());
+  const int64_t elements = src.numel() * storage_elements_per_value(src.scalar_type());
   std::function<void()> done = runtime::Runtime::get().host_transfers().add_upload(
       src.data_ptr(), src.nbytes(), std::make_shared<c10::Storage>(src.storage()));
   pjrt::BufferPtr buffer = runtime::Runtime::get().client().buffer_from_host_async(
-      src.data_ptr(), buffer_type(type), {src.numel()}, storage->device(), std::move(done));
+      src.data_ptr(), buffer_type(type), {elements}, storage->device(), std::move(done));
   storage->set_buffer(buffer, type);
   runtime::Runtime::get().track({buffer});
   runtime::metrics().count_host_to_device();

@@ -25,8 +25,36 @@ hlo::ElementType element_type(c10::ScalarType type) {
     case c10::kBFloat16: return ElementType::BF16;
     case c10::kComplexFloat: return ElementType::C64;
     case c10::kComplexDouble: return ElementType::C128;
+    case c10::kFloat8_e4m3fn:
+    case c10::kFloat8_e5m2:
+    case c10::kFloat8_e4m3fnuz:
+    case c10::kFloat8_e5m2fnuz: return ElementType::F32;
+    case c10::kComplexHalf: return ElementType::C64;
     default: TORCH_CHECK_TYPE(false, "the tpu device does not support dtype ", type);
   }
+}
+
+hlo::ElementType float8_type(c10::ScalarType type) {
+  switch (type) {
+    case c10::kFloat8_e4m3fn: return ElementType::F8E4M3FN;
+    case c10::kFloat8_e5m2: return ElementType::F8E5M2;
+    case c10::kFloat8_e4m3fnuz: return ElementType::F8E4M3FNUZ;
+    case c10::kFloat8_e5m2fnuz: return ElementType::F8E5M2FNUZ;
+    default: TORCH_INTERNAL_ASSERT(false, "not an 8-bit float dtype: ", type);
+  }
+}
+
+hlo::ElementType storage_element_type(c10::ScalarType type) {
+  if (type == c10::kFloat8_e4m3fn || type == c10::kFloat8_e5m2 ||
+      type == c10::kFloat8_e4m3fnuz || type == c10::kFloat8_e5m2fnuz) {
+    return ElementType::U8;
+  }
+  if (type == c10::kComplexHalf) return ElementType::F16;
+  return element_type(type);
+}
+
+int64_t storage_elements_per_value(c10::ScalarType type) {
+  return type == c10::kComplexHalf ? 2 : 1;
 }
 
 c10::ScalarType scalar_type(hlo::ElementType type) {
@@ -46,6 +74,10 @@ c10::ScalarType scalar_type(hlo::ElementType type) {
     case ElementType::BF16: return c10::kBFloat16;
     case ElementType::C64: return c10::kComplexFloat;
     case ElementType::C128: return c10::kComplexDouble;
+    case ElementType::F8E4M3FN: return c10::kFloat8_e4m3fn;
+    case ElementType::F8E5M2: return c10::kFloat8_e5m2;
+    case ElementType::F8E4M3FNUZ: return c10::kFloat8_e4m3fnuz;
+    case ElementType::F8E5M2FNUZ: return c10::kFloat8_e5m2fnuz;
   }
   TORCH_INTERNAL_ASSERT(false, "unknown element type");
 }

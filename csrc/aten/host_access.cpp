@@ -93,7 +93,7 @@ void read_to_host(const at::Tensor& src, const at::Tensor& dst) {
   runtime::DeviceStorage* storage = taking_xla_cpu_shortcuts() ? whole_storage(src) : nullptr;
   if (src.numel() == 0) return;
   if (storage == nullptr || !storage->has_buffer() ||
-      storage->element_type() != element_type(src.scalar_type())) {
+      storage->element_type() != storage_element_type(src.scalar_type())) {
     at::Tensor out = dst;
     out.copy_(src);
     return;
@@ -119,11 +119,12 @@ void adopt_host(const at::Tensor& dst, const at::Tensor& host) {
     return;
   }
   c10::DeviceGuard guard(dst.device());
-  hlo::ElementType type = element_type(dst.scalar_type());
+  hlo::ElementType type = storage_element_type(dst.scalar_type());
+  const int64_t elements = host.numel() * storage_elements_per_value(dst.scalar_type());
   auto keep_alive = std::make_shared<c10::Storage>(host.storage());
   const void* data = host.data_ptr();
   storage->set_buffer(runtime::Runtime::get().client().buffer_aliasing_host(
-                          data, buffer_type(type), {host.numel()}, storage->device(),
+                          data, buffer_type(type), {elements}, storage->device(),
                           [keep_alive]() mutable {
                             StagingPool::get().give_back(std::move(*keep_alive));
                             keep_alive.reset();

@@ -3,6 +3,10 @@
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/Float8_e4m3fn.h>
+#include <c10/util/Float8_e4m3fnuz.h>
+#include <c10/util/Float8_e5m2.h>
+#include <c10/util/Float8_e5m2fnuz.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 
@@ -30,12 +34,52 @@ runtime::StridedView view_of(const at::Tensor& tensor) {
                               tensor.storage_offset()};
 }
 
+// A complex32 view seen in its storage's f16 elements: one more dimension of 2 (real,
+// imaginary), strides and offset doubled.
+runtime::StridedView as_halves(hlo::Builder& b, runtime::StridedView view) {
+  for (int64_t& stride : view.strides) stride *= 2;
+  view.sizes.push_back(2);
+  view.strides.push_back(1);
+  view.offset *= 2;
+  if (view.offset_operand) {
+    view.offset_operand = b.binary("multiply", *view.offset_operand,
+                                   b.constant(2, view.offset_operand->element()));
+  }
+  return view;
+}
+
+// c64 values from f16 (real, imaginary) pairs along the last dimension, and back.
+hlo::Value complex_from_halves(hlo::Builder& b, const hlo::Value& pairs) {
+  std::vector<int64_t> dims = pairs.dims();
+  dims.pop_back();
+  auto part = [&](int64_t index) {
+    std::vector<int64_t> start(pairs.rank(), 0);
+    std::vector<int64_t> limit = pairs.dims();
+    start.back() = index;
+    limit.back() = index + 1;
+    std::vector<int64_t> unit(pairs.rank(), 1);
+    return b.convert(b.reshape(b.slice(pairs, start, limit, unit), dims), hlo::ElementType::F32);
+  };
+  return b.make_complex(part(0), part(1));
+}
+
+hlo::Value halves_of_complex(hlo::Builder& b, const hlo::Value& values) {
+  std::vector<int64_t> dims = values.dims();
+  dims.push_back(1);
+  auto part = [&](bool imaginary) {
+    return b.reshape(b.convert(b.complex_parts(values, imaginary), hlo::ElementType::F16), dims);
+  };
+  return b.concatenate({part(false), part(true)}, static_cast<int64_t>(dims.size()) - 1);
+}
+
 }  // namespace
 
 // Values outside the type's range wrap (integers) or become infinite (floats), as the
-// CPU's casts do, instead of raising.
+// CPU's casts do, instead of raising. A dtype computed in a wider type (element_type) gets
+// its value rounded to the dtype, in the wider type's bytes; a value it cannot hold raises,
+// as the CPU's fill does.
 std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarType type) {
-  std::vector<unsigned char> bytes(c10::elementSize(type));
+  std::vector<unsigned char> bytes(hlo::byte_size(element_type(type)));
   auto put = [&](auto v) { std::memcpy(bytes.data(), &v, sizeof v); };
   const bool integral_value = value.isIntegral(/*includeBool=*/true);
   const double real = value.isComplex()                      ? value.toComplexDouble().real()
@@ -65,6 +109,15 @@ std::vector<unsigned char> scalar_bytes(const c10::Scalar& value, c10::ScalarTyp
     case c10::kDouble: put(real); break;
     case c10::kComplexFloat: put(value.to<c10::complex<float>>()); break;
     case c10::kComplexDouble: put(value.to<c10::complex<double>>()); break;
+    case c10::kFloat8_e4m3fn: put(static_cast<float>(value.to<c10::Float8_e4m3fn>())); break;
+    case c10::kFloat8_e5m2: put(static_cast<float>(value.to<c10::Float8_e5m2>())); break;
+    case c10::kFloat8_e4m3fnuz: put(static_cast<float>(value.to<c10::Float8_e4m3fnuz>())); break;
+    case c10::kFloat8_e5m2fnuz: put(static_cast<float>(value.to<c10::Float8_e5m2fnuz>())); break;
+    case c10::kComplexHalf: {
+      const auto half = value.to<c10::complex<c10::Half>>();
+      put(c10::complex<float>(static_cast<float>(half.real()), static_cast<float>(half.imag())));
+      break;
+    }
     default: TORCH_CHECK_TYPE(false, "the tpu device does not support dtype ", type);
   }
   return bytes;
@@ -175,13 +228,26 @@ hlo::Value Program::read(const at::Tensor& tensor, std::optional<c10::ScalarType
               "tpu and ",
               tensor.device(), "!");
   check_device(tensor);
-  hlo::ElementType type = element_type(tensor.scalar_type());
+  const c10::ScalarType dtype = tensor.scalar_type();
+  hlo::ElementType type = element_type(dtype);
   hlo::Value value;
   if (tensor.numel() == 0) {
     value = builder_.broadcast_to(builder_.constant(0, type), tensor.sizes().vec());
   } else {
-    hlo::Value typed = runtime::reinterpret(builder_, storage_value(state_of(tensor)), type);
-    value = runtime::read_strided(builder_, typed, with_offset_operand(tensor, view_of(tensor)));
+    runtime::StridedView view = with_offset_operand(tensor, view_of(tensor));
+    hlo::ElementType stored = storage_element_type(dtype);
+    hlo::Value elements = runtime::reinterpret(builder_, storage_value(state_of(tensor)), stored);
+    if (dtype == c10::kComplexHalf) {
+      value = complex_from_halves(
+          builder_, runtime::read_strided(builder_, elements, as_halves(builder_, view)));
+    } else {
+      value = runtime::read_strided(builder_, elements, view);
+      if (stored != type) {  // an 8-bit float's bytes
+        value = builder_.convert(
+            builder_.bitcast_convert(value, hlo::TensorType{float8_type(dtype), value.dims()}),
+            type);
+      }
+    }
   }
   return builder_.convert(value, element_type(target));
 }
@@ -258,21 +324,34 @@ void Program::write(const at::Tensor& out, const hlo::Value& value) {
               out.device(), "!");
   check_device(out);
   if (out.numel() == 0) return;
-  hlo::ElementType type = element_type(out.scalar_type());
+  const c10::ScalarType dtype = out.scalar_type();
+  hlo::ElementType type = element_type(dtype);
   hlo::Value shaped = builder_.broadcast_to(builder_.convert(value, type), out.sizes().vec());
+  // The values as the storage holds them (see storage_element_type).
+  hlo::ElementType stored_type = storage_element_type(dtype);
+  hlo::Value stored = shaped;
+  if (dtype == c10::kComplexHalf) {
+    stored = halves_of_complex(builder_, shaped);
+  } else if (stored_type != type) {
+    stored = builder_.bitcast_convert(builder_.convert(shaped, float8_type(dtype)),
+                                      hlo::TensorType{stored_type, shaped.dims()});
+  }
   StorageState& state = state_of(out);
   runtime::StridedView view = view_of(out);
-  size_t element_bytes = hlo::byte_size(type);
+  if (dtype == c10::kComplexHalf) view = as_halves(builder_, view);
+  size_t element_bytes = hlo::byte_size(stored_type);
   int64_t elements = static_cast<int64_t>(state.storage->nbytes() / element_bytes);
   if (state.storage->nbytes() % element_bytes == 0 && view.covers_exactly(elements)) {
     // Only XLA:CPU gets the shape (see DeferredGraph::record): it checks only the byte
     // size of a parameter's buffer, and on a TPU an N-d result would be a relayout.
-    state.value = runtime::dense_storage(builder_, view, shaped,
+    state.value = runtime::dense_storage(builder_, view, stored,
                                          taking_xla_cpu_shortcuts() ? &state.shape : nullptr);
   } else {
     state.shape.clear();
-    hlo::Value base = runtime::reinterpret(builder_, storage_value(state), type);
-    state.value = runtime::write_strided(builder_, base, with_offset_operand(out, view), shaped);
+    hlo::Value base = runtime::reinterpret(builder_, storage_value(state), stored_type);
+    runtime::StridedView placed = with_offset_operand(out, view_of(out));
+    if (dtype == c10::kComplexHalf) placed = as_halves(builder_, placed);
+    state.value = runtime::write_strided(builder_, base, placed, stored);
   }
   state.has_value = true;
   state.written = true;

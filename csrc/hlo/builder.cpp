@@ -238,6 +238,10 @@ Value Builder::select(const Value& pred, const Value& on_true, const Value& on_f
 
 Value Builder::convert(const Value& x, ElementType to) {
   if (x.element() == to) return x;
+  if (is_float8(x.element()) && to != ElementType::F32) {  // exact, and one path for the rest
+    return convert(emit("convert", {x}, TensorType{ElementType::F32, x.dims()}), to);
+  }
+  if (is_float8(to) && !is_complex(x.element()) && to != x.element()) return to_float8(x, to);
   const bool from_complex = is_complex(x.element());
   if (from_complex && to == ElementType::Pred) {  // true when either part is nonzero
     return compare(Compare::NE, x, broadcast_to(constant(0, x.element()), x.dims()));
@@ -273,6 +277,59 @@ Value Builder::float_to_int_as_cpu(const Value& x, ElementType to) {
   Value truncated =
       select(in_range, emit("convert", {wide}, TensorType{via, x.dims()}), splat(-limit, via));
   return to == via ? truncated : emit("convert", {truncated}, TensorType{to, x.dims()});
+}
+
+Value Builder::to_float8(const Value& x, ElementType to) {
+  // Mantissa bits and the exponent of the smallest normal number of each 8-bit type.
+  const int mantissa = to == ElementType::F8E5M2 || to == ElementType::F8E5M2FNUZ ? 2 : 3;
+  const int min_exponent = to == ElementType::F8E4M3FN     ? -6
+                           : to == ElementType::F8E5M2     ? -14
+                           : to == ElementType::F8E4M3FNUZ ? -7
+                                                           : -15;
+  const bool fnuz = to == ElementType::F8E4M3FNUZ || to == ElementType::F8E5M2FNUZ;
+  const TensorType f32{ElementType::F32, x.dims()};
+  const TensorType s32{ElementType::S32, x.dims()};
+  auto splat = [&](double value, ElementType type) {
+    return broadcast_to(constant(value, type), x.dims());
+  };
+  Value wide = x.element() == ElementType::F32 ? x : emit("convert", {x}, f32);
+  // The spacing of the 8-bit grid around |x|: 2^(max(exponent(x), min_exponent) - mantissa),
+  // made from its exponent bits. Dividing by it and multiplying back are exact.
+  Value bits = bitcast_convert(emit("abs", {wide}, f32), s32);
+  Value biased = binary("shift_right_logical", bits, splat(23, ElementType::S32));
+  Value exponent = binary("subtract", biased, splat(127, ElementType::S32));
+  exponent = binary("maximum", exponent, splat(min_exponent, ElementType::S32));
+  Value spacing = bitcast_convert(
+      binary("shift_left", binary("add", exponent, splat(127 - mantissa, ElementType::S32)),
+             splat(23, ElementType::S32)),
+      f32);
+  Value rounded = binary(
+      "multiply", emit("round_nearest_even", {binary("divide", wide, spacing)}, f32), spacing);
+  // Infinity and NaN pass through the division and rounding unchanged.
+  if (to == ElementType::F8E4M3FN) {  // PyTorch saturates (infinity too) at +-448; NaN stays
+    Value limit = splat(448, ElementType::F32);
+    rounded = select(compare(Compare::GT, emit("abs", {rounded}, f32), limit),
+                     binary("multiply", emit("sign", {rounded}, f32), limit), rounded);
+  }
+  if (fnuz) {  // no negative zero: -0.0001 becomes +0, not 0x80 (NaN)
+    rounded = select(compare(Compare::EQ, rounded, splat(0, ElementType::F32)),
+                     splat(0, ElementType::F32), rounded);
+  }
+  Value narrowed = emit("convert", {rounded}, TensorType{to, x.dims()});  // exact, or out of range
+  // NaN as PyTorch writes it (XLA keeps the payload's top bits: e5m2 NaN would be 0x7E),
+  // chosen among the bytes: XLA:CPU would run a select of 8-bit floats through f16.
+  // e4m3fn and e5m2 keep the NaN's sign, as PyTorch does; the fnuz types have one NaN.
+  const TensorType bytes{ElementType::U8, x.dims()};
+  Value nan = splat(fnuz ? 0x80 : 0x7F, ElementType::U8);
+  if (!fnuz) {
+    Value sign = binary("shift_right_logical",
+                        bitcast_convert(wide, TensorType{ElementType::U32, x.dims()}),
+                        splat(24, ElementType::U32));  // the top byte: sign and 7 exponent bits
+    Value sign_bit = binary("and", convert(sign, ElementType::U8), splat(0x80, ElementType::U8));
+    nan = binary("or", nan, sign_bit);
+  }
+  Value chosen = select(compare(Compare::NE, wide, wide), nan, bitcast_convert(narrowed, bytes));
+  return bitcast_convert(chosen, TensorType{to, x.dims()});
 }
 
 Value Builder::complex_parts(const Value& x, bool imaginary) {

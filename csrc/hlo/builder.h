@@ -58,7 +58,8 @@ class Builder {
   Value compare(Compare direction, const Value& a, const Value& b);
   Value select(const Value& pred, const Value& on_true, const Value& on_false);
   // Float to s8/s16/s32/s64/u8 converts as PyTorch's CPU kernels do on x86 (see
-  // float_to_int_as_cpu); every other conversion is stablehlo.convert's.
+  // float_to_int_as_cpu), anything to an 8-bit float as PyTorch does (see to_float8);
+  // every other conversion is stablehlo.convert's.
   Value convert(const Value& x, ElementType to);
   Value bitcast_convert(const Value& x, const TensorType& to);
   // The real (or imaginary) part of a complex value, and the inverse.
@@ -170,6 +171,11 @@ class Builder {
   // out of range, narrowed to 8 or 16 bits by dropping the high bits (so 300.5 to int8 is
   // 44). stablehlo.convert saturates instead (300.5 to int8 is 127).
   Value float_to_int_as_cpu(const Value& x, ElementType to);
+  // To an 8-bit float as PyTorch converts: through float32 (a double is first rounded to
+  // float, as c10's Float8 constructors take a float), then once to nearest-even on the 8-bit
+  // grid. stablehlo.convert on XLA:CPU rounds twice (through f16: 5.2507 becomes 5.0, not 5.5)
+  // and gives NaN, not +0, for a negative value that rounds to zero in the fnuz types.
+  Value to_float8(const Value& x, ElementType to);
   Value emit(const std::string& op, const std::vector<Value>& operands, const TensorType& result,
              const std::string& attributes = "", const std::string& region = "") {
     return this->op(op, operands, result, attributes, region);

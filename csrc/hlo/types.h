@@ -21,13 +21,20 @@ enum class ElementType {
   F64,
   BF16,
   C64,
-  C128
+  C128,
+  // 8-bit floats (one byte each): E4M3 without infinities, E5M2 as IEEE, and their "fnuz"
+  // variants (no negative zero, NaN at 0x80).
+  F8E4M3FN,
+  F8E5M2,
+  F8E4M3FNUZ,
+  F8E5M2FNUZ
 };
 
 // "f32", "i1", "complex<f32>", ... as StableHLO spells it.
 const char* mlir_name(ElementType type);
 size_t byte_size(ElementType type);
-bool is_float(ElementType type);    // f16, bf16, f32, f64
+bool is_float(ElementType type);    // f16, bf16, f32, f64 and the 8-bit floats
+bool is_float8(ElementType type);
 bool is_complex(ElementType type);  // c64, c128
 bool is_signed_int(ElementType type);
 bool is_unsigned_int(ElementType type);  // including Pred

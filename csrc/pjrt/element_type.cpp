@@ -24,6 +24,10 @@ size_t lookup(PJRT_Buffer_Type type) {
     case PJRT_Buffer_Type_BF16: return 2;
     case PJRT_Buffer_Type_C64: return 8;
     case PJRT_Buffer_Type_C128: return 16;
+    case PJRT_Buffer_Type_F8E4M3FN: return 1;
+    case PJRT_Buffer_Type_F8E5M2: return 1;
+    case PJRT_Buffer_Type_F8E4M3FNUZ: return 1;
+    case PJRT_Buffer_Type_F8E5M2FNUZ: return 1;
     default: return 0;
   }
 }

@@ -21,6 +21,10 @@ PJRT_Buffer_Type buffer_type(hlo::ElementType type) {
     case hlo::ElementType::BF16: return PJRT_Buffer_Type_BF16;
     case hlo::ElementType::C64: return PJRT_Buffer_Type_C64;
     case hlo::ElementType::C128: return PJRT_Buffer_Type_C128;
+    case hlo::ElementType::F8E4M3FN: return PJRT_Buffer_Type_F8E4M3FN;
+    case hlo::ElementType::F8E5M2: return PJRT_Buffer_Type_F8E5M2;
+    case hlo::ElementType::F8E4M3FNUZ: return PJRT_Buffer_Type_F8E4M3FNUZ;
+    case hlo::ElementType::F8E5M2FNUZ: return PJRT_Buffer_Type_F8E5M2FNUZ;
   }
   throw std::logic_error("unknown element type");
 }

@@ -1,6 +1,7 @@
 // Elementwise arithmetic: add, sub, mul, div (Tensor and Scalar, functional,
 // in-place and out=), relu and its backward, with PyTorch's type promotion.
 #include <ATen/Dispatch.h>
+#include <ATen/Dispatch_v2.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/BinaryOps.h>
@@ -127,8 +128,9 @@ void check_operands(Op op, const at::Tensor& self, const Operand& other, const c
   if (alpha != nullptr) {
     at::native::alpha_check(type, *alpha);
     // alpha must fit the result dtype (the CPU raises otherwise; `other` may wrap).
-    AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(c10::kBool, c10::kHalf, c10::kBFloat16, type, "alpha",
-                                           [&] { (void)alpha->to<scalar_t>(); });
+    AT_DISPATCH_V2(type, "alpha", AT_WRAP([&] { (void)alpha->to<scalar_t>(); }),
+                   AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), c10::kBool, c10::kHalf, c10::kBFloat16,
+                   c10::kComplexHalf, AT_EXPAND(AT_FLOAT8_TYPES));
   }
 }
 
