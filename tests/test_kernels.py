@@ -482,3 +482,22 @@ def test_string_annotations_resolve_one_by_one():
     assert "int n=2" in str(torch.ops.tests.annotated.default._schema)
     a, b = op(torch.ones(2, device="tpu"), 3)
     assert a.cpu().tolist() == [3.0, 3.0] and b.cpu().tolist() == [4.0, 4.0]
+
+
+@jax_op("tests::scale_to_float8")
+def scale_to_float8(x, scale):
+    return (x.astype(jnp.float32) * scale).astype(jnp.float8_e4m3fn)
+
+
+def test_float8_arrays_in_and_out_of_a_kernel():
+    """tpu computes 8-bit floats in float32; a kernel still sees and returns float8 arrays."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(8, 4, generator=g).to(torch.float8_e4m3fn)
+    scale = torch.tensor([3.0, 0.5, 100.0, 1e-3])
+    got = scale_to_float8(x.to("tpu"), scale.to("tpu"))
+    assert got.dtype == torch.float8_e4m3fn and got.device.type == "tpu"
+    expected = scale_to_float8(x, scale)  # JAX itself, on the CPU
+    assert torch.equal(got.cpu().view(torch.uint8), expected.view(torch.uint8))
+    assert torch.equal(
+        expected.view(torch.uint8), (x.float() * scale).to(x.dtype).view(torch.uint8)
+    )

@@ -33,6 +33,11 @@ c10::Device device_of(const std::vector<at::Tensor>& inputs) {
 
 }  // namespace
 
+hlo::ElementType kernel_element_type(c10::ScalarType dtype) {
+  hlo::ElementType computed = aten::element_type(dtype);  // raises for an unsupported dtype
+  return c10::isFloat8Type(dtype) ? aten::float8_type(dtype) : computed;
+}
+
 std::vector<at::Tensor> call_stablehlo(const std::string& op_name, const hlo::Callee& callee,
                                        const std::vector<at::Tensor>& inputs,
                                        const std::vector<c10::ScalarType>& input_types,
@@ -44,11 +49,12 @@ std::vector<at::Tensor> call_stablehlo(const std::string& op_name, const hlo::Ca
   aten::Program program(interned(op_name));
   std::vector<hlo::Value> arguments;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    arguments.push_back(program.read(inputs[i], input_types[i]));
+    hlo::Value argument = program.read(inputs[i], input_types[i]);
+    arguments.push_back(program.b().convert(argument, kernel_element_type(input_types[i])));
   }
   std::vector<hlo::TensorType> result_types;
   for (const CallOutput& output : outputs) {
-    result_types.push_back(hlo::TensorType{aten::element_type(output.dtype), output.sizes});
+    result_types.push_back(hlo::TensorType{kernel_element_type(output.dtype), output.sizes});
   }
   std::vector<hlo::Value> results = program.b().call(callee, arguments, result_types);
 

@@ -28,6 +28,10 @@ std::vector<at::Tensor> call_stablehlo(const std::string& op_name, const hlo::Ca
                                        const std::vector<c10::ScalarType>& input_types,
                                        const std::vector<CallOutput>& outputs);
 
+// The element type a kernel's own StableHLO uses for `dtype`: an 8-bit float as itself (on
+// tpu it is computed in float32, see aten::element_type), any other dtype its element_type.
+hlo::ElementType kernel_element_type(c10::ScalarType dtype);
+
 // Compiles `callee` alone, once per signature, raising an error that names `op_name` if the
 // plugin refuses it. A deferred graph compiles its ops only when it runs, where a kernel's
 // compile error would surface at some later, unrelated read, without its name.

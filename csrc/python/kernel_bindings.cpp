@@ -43,7 +43,7 @@ void register_kernel_bindings(py::module& m) {
         auto types = [](const auto& specs) {
           std::vector<hlo::TensorType> out;
           for (const auto& [sizes, dtype] : specs)
-            out.push_back(hlo::TensorType{aten::element_type(dtype), sizes});
+            out.push_back(hlo::TensorType{kernels::kernel_element_type(dtype), sizes});
           return out;
         };
         kernels::check_compiles(op_name, callee, types(inputs), types(outputs));
