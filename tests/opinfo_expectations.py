@@ -37,9 +37,6 @@ RANDOM = {
 UNINITIALIZED = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"}
 
 EXPECTED_FAILURES: dict[tuple[str, str, str], str] = {
-    ("view_as_complex", "float16", "forward"): (
-        "complex32 (ComplexHalf) has no PJRT element type; tpu raises TypeError"
-    ),
     # Samples with stable=False and many ties: the CPU returns tied elements in an
     # unspecified order, tpu always in the stable one, so the indices differ (values match).
     ("sort", "bfloat16", "forward"): "unstable sort of ties: CPU order is unspecified",
