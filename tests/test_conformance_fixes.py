@@ -683,3 +683,53 @@ def test_silu_of_complex_numbers_is_the_cpus(dtype):
     )
     with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
         torch.nn.functional.silu(torch.ones(3, dtype=torch.int32, device=TPU))
+
+
+def test_arange_into_an_out_of_the_right_count_keeps_its_layout():
+    for make in (
+        lambda d: torch.zeros(2, 3, device=d).narrow(1, 1, 2),  # a 2x2 view, not contiguous
+        lambda d: torch.zeros(3, 3, 5, dtype=torch.int64, device=d).permute(2, 0, 1),
+        lambda d: torch.zeros(0, device=d),  # another count: resized
+    ):
+        expected, actual = make("cpu"), make(TPU)
+        torch.arange(0, 45 if expected.numel() == 45 else 4, out=expected)
+        torch.arange(0, 45 if actual.numel() == 45 else 4, out=actual)
+        assert actual.shape == expected.shape and actual.stride() == expected.stride()
+        same(actual, expected)
+    base_cpu, base = torch.zeros(2, 3), torch.zeros(2, 3, device=TPU)
+    torch.arange(0, 4, out=base_cpu.narrow(1, 1, 2))
+    torch.arange(0, 4, out=base.narrow(1, 1, 2))
+    same(base, base_cpu)  # the view's own elements, in its row-major order
+    with pytest.warns(UserWarning, match=r"will be resized to a tensor of shape \(4,\)"):
+        torch.arange(0, 4, out=torch.zeros(7, device=TPU))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_uniform_bounds_are_checked_as_the_cpu_does(dtype):
+    low, high = torch.finfo(torch.float).min, torch.finfo(torch.float).max
+    for a, b in [(42, 0), (low, high), (low, 42), (-1e300, 0), (0, 70000.0), (-1, 1)]:
+        try:
+            torch.empty(5, dtype=dtype).uniform_(a, b)
+        except RuntimeError as error:
+            message = str(error).replace("c10::", "")  # the CPU names Half as c10::Half
+            with pytest.raises(RuntimeError) as raised:
+                torch.empty(5, dtype=dtype, device=TPU).uniform_(a, b)
+            assert str(raised.value).replace("c10::", "").startswith(message.split("\n")[0])
+            continue
+        t = torch.empty(2000, dtype=dtype, device=TPU).uniform_(a, b).cpu().double()
+        assert (t >= a).all() and (t <= b).all()
+
+
+def test_ctc_loss_with_an_empty_target_last():
+    """1-d targets: an empty target after all the others starts at the targets' end."""
+    g = torch.Generator().manual_seed(0)
+    for lengths in ([0, 9, 0], [9, 0, 0], [4, 0, 5], [0, 0, 0]):
+        targets = torch.randint(1, 15, (sum(lengths),), generator=g)
+        log_probs = torch.randn(50, 3, 15, dtype=torch.float64, generator=g).log_softmax(2)
+        expected = torch.nn.functional.ctc_loss(
+            log_probs, targets, [50] * 3, lengths, reduction="none"
+        )
+        actual = torch.nn.functional.ctc_loss(
+            log_probs.to(TPU), targets.to(TPU), [50] * 3, lengths, reduction="none"
+        )
+        torch.testing.assert_close(actual.cpu(), expected)

@@ -102,9 +102,14 @@ class _Problem:
                     offsets.append(start)
                     start += length
             rows = []
+            # Any index in bounds serves past a target's length (those labels are masked
+            # below); an empty target last in the 1-d targets starts at their end.
+            last = targets.numel() - 1 if targets.dim() == 1 else max_target - 1
             for b, length in enumerate(target_lengths):
                 base = offsets[b] if targets.dim() == 1 else 0
-                rows.append([base + min(j, max(length - 1, 0)) for j in range(max_target)])
+                rows.append(
+                    [min(base + min(j, max(length - 1, 0)), last) for j in range(max_target)]
+                )
             index = torch.tensor(rows, dtype=torch.long).to(device)
             source = targets.reshape(-1) if targets.dim() == 1 else targets
             if targets.dim() == 1:

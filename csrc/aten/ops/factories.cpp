@@ -93,7 +93,19 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   double count = integral ? std::ceil(static_cast<double>(end.to<int64_t>() - start.to<int64_t>()) /
                                       step.to<int64_t>())
                           : std::ceil((last - first) / delta);
-  at::native::resize_output(out, {static_cast<int64_t>(count)});
+  // As the CPU: an out= of the right element count keeps its shape and layout (a 2x2 view
+  // gets the 4 values in its own row-major order); any other is resized, without a warning.
+  const int64_t size = static_cast<int64_t>(count);
+  if (out.numel() != size) {
+    if (out.numel() > 0) {
+      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ",
+                 out.numel(), " which does not match the computed number of elements ", size,
+                 ". Note that this may occur as a result of rounding error. The out tensor will be "
+                 "resized to a tensor of shape (",
+                 size, ",).");
+    }
+    out.resize_({size});
+  }
   // start + i * step, in 64 bits like PyTorch's accumulate type, then cast.
   c10::ScalarType wide = integral ? c10::kLong : c10::kDouble;
   hlo::ElementType wide_type = element_type(wide);
@@ -106,7 +118,8 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   std::vector<int64_t> shape{out.numel()};
   hlo::Value index = b.convert(b.iota(hlo::TensorType{hlo::ElementType::S64, shape}, 0), wide_type);
   hlo::Value scaled = b.binary("multiply", index, b.broadcast_to(p.scalar(step, wide), shape));
-  p.write(out, b.binary("add", scaled, b.broadcast_to(p.scalar(start, wide), shape)));
+  hlo::Value values = b.binary("add", scaled, b.broadcast_to(p.scalar(start, wide), shape));
+  p.write(out, b.reshape(values, out.sizes().vec()));
   p.run();
   return out;
 }
