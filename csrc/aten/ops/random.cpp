@@ -60,21 +60,20 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to,
     uniform_(parts, from, to, generator);
     return self;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(self.scalar_type()),
-                              "\"check_uniform_bounds\" not implemented for '",
-                              c10::toString(self.scalar_type()), "'");
-  // The CPU's check_uniform_bounds: both ends within the dtype, and a span it can hold.
-  AT_DISPATCH_FLOATING_TYPES_AND2(c10::kHalf, c10::kBFloat16, self.scalar_type(), "uniform_", [&] {
-    const auto lowest = static_cast<double>(std::numeric_limits<scalar_t>::lowest());
-    const auto max = static_cast<double>(std::numeric_limits<scalar_t>::max());
-    TORCH_CHECK(from >= lowest && from <= max, "from is out of bounds for ", self.dtype());
-    TORCH_CHECK(to >= lowest && to <= max, "to is out of bounds for ", self.dtype());
-    TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=",
-                from, " > to=", to);
-    TORCH_CHECK(to - from <= max, "uniform_ expects to-from <= std::numeric_limits<",
-                c10::toString(self.scalar_type()), ">::max(), but found to=", to, " and from=",
-                from, " which result in to-from to exceed the limit");
-  });
+  // The CPU's check_uniform_bounds, in its words: a floating dtype (else its
+  // NotImplementedError), both ends within the dtype, and a span it can hold.
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      c10::kHalf, c10::kBFloat16, self.scalar_type(), "check_uniform_bounds", [&] {
+        const auto lowest = static_cast<double>(std::numeric_limits<scalar_t>::lowest());
+        const auto max = static_cast<double>(std::numeric_limits<scalar_t>::max());
+        TORCH_CHECK(from >= lowest && from <= max, "from is out of bounds for ", self.dtype());
+        TORCH_CHECK(to >= lowest && to <= max, "to is out of bounds for ", self.dtype());
+        TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=",
+                    from, " > to=", to);
+        TORCH_CHECK(to - from <= max, "uniform_ expects to-from <= std::numeric_limits<",
+                    c10::toString(self.scalar_type()), ">::max(), but found to=", to, " and from=",
+                    from, " which result in to-from to exceed the limit");
+      });
   if (self.numel() == 0) return self;
   Program p("aten::uniform_");
   Builder& b = p.b();
