@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from ports import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,14 +41,6 @@ def test_example_runs_natively_and_matches_cpu(example, mode):
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("example", ["train_ddp", "train_fsdp"])
 def test_distributed_example_under_torchrun(example):
     """The README's torchrun commands: 2 ranks, natively, checked against one process."""
@@ -59,7 +52,7 @@ def test_distributed_example_under_torchrun(example):
             "-m",
             "torch.distributed.run",
             "--nproc_per_node=2",
-            f"--master_port={_free_port()}",
+            f"--master_port={free_port()}",
             os.path.join(ROOT, "examples", f"{example}.py"),
         ],
         capture_output=True,

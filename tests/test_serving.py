@@ -9,7 +9,6 @@ so a hang fails in seconds, and the server's process group is killed at the end.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import urllib.request
 
 import pytest
 import torch
+from ports import free_port
 
 vllm = pytest.importorskip("vllm", reason="vLLM is installed by scripts/setup.sh --test")
 transformers = pytest.importorskip("transformers")
@@ -121,12 +121,6 @@ def test_tensor_parallel_over_two_devices_gives_the_same_tokens(models, tmp_path
     assert run.returncode == 0 and lines, run.stderr[-4000:]
     tokens = json.loads(lines[-1][len("RESULT ") :])["tokens"]
     assert tokens == hugging_face_greedy(models["llama"], PROMPTS)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

@@ -6,11 +6,11 @@ and the pod recipes' dry runs."""
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 
 import pytest
+from ports import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Small enough for two CPU cores; everything else is TorchTitan's debug config.
@@ -46,12 +46,6 @@ def assets(tmp_path_factory):
     return root
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def titan(cwd, nproc: int, *args: str, timeout: int = 400) -> dict[int, tuple[float, int, float]]:
     """Runs ``torchrun -m torchtitan.train`` and returns {step: (loss, tokens/s, mfu %)}
     as rank 0 printed them."""
@@ -63,7 +57,7 @@ def titan(cwd, nproc: int, *args: str, timeout: int = 400) -> dict[int, tuple[fl
         "-m",
         "torch.distributed.run",
         f"--nproc_per_node={nproc}",
-        f"--master_port={_free_port()}",
+        f"--master_port={free_port()}",
         "--local-ranks-filter",
         "0",
         "-m",

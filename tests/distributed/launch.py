@@ -5,11 +5,12 @@ seconds, and every rank's output is in the failure message."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+
+from ports import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -22,12 +23,6 @@ class Rank:
     output: str
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_ranks(
     worker: str,
     world_size: int,
@@ -38,7 +33,7 @@ def run_ranks(
 ) -> list[Rank]:
     """Starts ``tests/distributed/<worker>`` on ``world_size`` ranks; returns each rank's
     exit code and output. With ``check``, fails unless every rank exits 0."""
-    port = str(free_port())
+    port = str(free_port(count=2))  # the job store takes MASTER_PORT + 1
     base = dict(os.environ)
     base.update(
         MASTER_ADDR="127.0.0.1",
