@@ -364,6 +364,49 @@ def test_loaded_programs_are_bounded_so_the_process_keeps_its_memory_maps():
     assert done.stdout.startswith("ok")
 
 
+def test_loaded_programs_are_bounded_by_the_process_mapping_limit():
+    """A count of programs does not bound the mappings (a fused graph has a mapping set per
+    kernel): past half of vm.max_map_count the cache keeps fewer programs. Here the limit is
+    lowered (TORCH_TPU_MAPPING_LIMIT, read when the runtime starts) to what ~150 one-op
+    programs would pass."""
+    maps = "def maps(): return sum(1 for _ in open('/proc/self/maps'))\n"
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR="off")
+    started = subprocess.run(
+        [sys.executable, "-c", "import torch, torch_tpu\n" + maps + "print(maps())"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    limit = 2 * int(started.stdout.split()[-1]) + 1200
+    script = (
+        "import os, torch, torch_tpu\n" + maps + "for n in range(1, 301):\n"
+        "    y = torch.arange(n, device='tpu', dtype=torch.float32) * 3 + 1\n"
+        "    assert y[-1].item() == 3 * (n - 1) + 1\n"
+        f"    assert maps() < {limit}, (n, maps())\n"
+        "loaded = torch_tpu._C._compiled_program_count()\n"
+        "assert 64 <= loaded < 600, loaded  # 4 programs a size: ~1200 without the limit\n"
+        "print('ok', maps(), loaded)\n"
+    )
+    env.update(TORCH_TPU_LOG_RECOMPILES="1", TORCH_TPU_MAPPING_LIMIT=str(limit))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert done.stdout.startswith("ok"), done.stdout
+    assert "(vm.max_map_count): keeping" in done.stderr
+
+
+def test_mapping_limit_must_be_a_positive_count():
+    env = dict(os.environ, TORCH_TPU_MAPPING_LIMIT="lots", TORCH_TPU_CACHE_DIR="off")
+    script = "import torch, torch_tpu\nfor n in range(1, 80): torch.ones(n, device='tpu').cpu()"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode != 0
+    assert "TORCH_TPU_MAPPING_LIMIT must be a positive count, got 'lots'" in done.stderr
+
+
 def test_max_programs_must_be_a_positive_count():
     env = dict(os.environ, TORCH_TPU_MAX_PROGRAMS="none")
     done = subprocess.run(

@@ -274,10 +274,8 @@ std::unique_ptr<Executable> Client::compile(const std::string& mlir,
   return std::make_unique<Executable>(plugin_, args.executable);
 }
 
-std::unique_ptr<Executable> Client::deserialize(const std::string& bytes,
-                                                const std::string& options) const {
-  if (bytes.empty()) throw std::invalid_argument("cannot deserialize an empty executable");
-  const PJRT_Api* api = plugin_->api();
+PJRT_Error* Client::deserialize_and_load(const std::string& bytes, const std::string& options,
+                                         PJRT_LoadedExecutable** loaded) const {
   auto args = PJRT_ARGS(PJRT_Executable_DeserializeAndLoad_Args);
   args.client = client_.get();
   args.serialized_executable = bytes.data();
@@ -286,8 +284,32 @@ std::unique_ptr<Executable> Client::deserialize(const std::string& bytes,
     args.overridden_serialized_compile_options = options.data();
     args.overridden_serialized_compile_options_size = options.size();
   }
-  check(api, api->PJRT_Executable_DeserializeAndLoad(&args), "PJRT_Executable_DeserializeAndLoad");
-  return std::make_unique<Executable>(plugin_, args.loaded_executable);
+  PJRT_Error* error = plugin_->api()->PJRT_Executable_DeserializeAndLoad(&args);
+  *loaded = args.loaded_executable;
+  return error;
+}
+
+std::unique_ptr<Executable> Client::deserialize(const std::string& bytes,
+                                                const std::string& options) const {
+  if (bytes.empty()) throw std::invalid_argument("cannot deserialize an empty executable");
+  PJRT_LoadedExecutable* loaded = nullptr;
+  check(plugin_->api(), deserialize_and_load(bytes, options, &loaded),
+        "PJRT_Executable_DeserializeAndLoad");
+  return std::make_unique<Executable>(plugin_, loaded);
+}
+
+std::unique_ptr<Executable> Client::try_deserialize(const std::string& bytes,
+                                                    std::string* why) const {
+  if (bytes.empty()) {
+    *why = "the entry is empty";
+    return nullptr;
+  }
+  PJRT_LoadedExecutable* loaded = nullptr;
+  if (PJRT_Error* error = deserialize_and_load(bytes, "", &loaded)) {
+    *why = take_message(plugin_->api(), error);
+    return nullptr;
+  }
+  return std::make_unique<Executable>(plugin_, loaded);
 }
 
 }  // namespace tpu::pjrt

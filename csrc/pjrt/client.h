@@ -85,11 +85,17 @@ class Client {
   // with (e.g. replicated_compile_options({id}): a portable program loaded for one device).
   std::unique_ptr<Executable> deserialize(const std::string& bytes,
                                           const std::string& options = "") const;
+  // The same, but a refusal returns nullptr with the plugin's message in `why`: no C++
+  // exception is thrown while the plugin may have just undone a half-loaded program.
+  std::unique_ptr<Executable> try_deserialize(const std::string& bytes, std::string* why) const;
 
   // The PJRT device with this index; throws std::out_of_range naming the valid range.
   PJRT_Device* device(int index) const;
 
  private:
+  // PJRT_Executable_DeserializeAndLoad: the plugin's error (nullptr on success), unthrown.
+  PJRT_Error* deserialize_and_load(const std::string& bytes, const std::string& options,
+                                   PJRT_LoadedExecutable** loaded) const;
   // PJRT_Client_BufferFromHostBuffer; done_with_host runs once the plugin no longer
   // reads `data` (also when the call fails).
   BufferPtr upload(const void* data, PJRT_Buffer_Type type, const std::vector<int64_t>& dims,

@@ -1,13 +1,18 @@
 #include "runtime/crash_report.h"
 
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <signal.h>
+#include <ucontext.h>
+#include <unwind.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -23,6 +28,40 @@ struct sigaction previous[kSignalCount];
 std::atomic<bool> installed{false};
 std::atomic<bool> reporting{false};
 std::atomic<bool> reported{false};
+
+// The executable code of the unwinder (libgcc_s), found at install. backtrace() runs the
+// unwinder, which holds a lock while it searches its tables: a fault inside it (a table
+// whose code was unmapped) would deadlock the handler's own backtrace().
+uintptr_t unwinder_begin = 0;
+uintptr_t unwinder_end = 0;
+
+int find_code_of(struct dl_phdr_info* info, size_t /*size*/, void* data) {
+  const auto address = *static_cast<uintptr_t*>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& header = info->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_X) == 0) continue;
+    const uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+    if (address >= begin && address < begin + header.p_memsz) {
+      unwinder_begin = begin;
+      unwinder_end = begin + header.p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+uintptr_t faulting_instruction(void* context) {
+  if (context == nullptr) return 0;
+  const auto* machine = &static_cast<ucontext_t*>(context)->uc_mcontext;
+#if defined(__x86_64__)
+  return static_cast<uintptr_t>(machine->gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return static_cast<uintptr_t>(machine->pc);
+#else
+  (void)machine;
+  return 0;
+#endif
+}
 
 // Only async-signal-safe calls from here on: write(2), no allocation, no stdio.
 void write_text(const char* text) {
@@ -72,7 +111,7 @@ struct sigaction* previous_for(int signal) {
   return nullptr;
 }
 
-void report(int signal, siginfo_t* info, void* /*context*/) {
+void report(int signal, siginfo_t* info, void* context) {
   // si_code > 0: the kernel raised it for a fault of this thread's instruction; otherwise
   // it was sent (kill, raise, abort), and si_addr means nothing.
   const bool fault = info != nullptr && info->si_code > 0;
@@ -96,11 +135,19 @@ void report(int signal, siginfo_t* info, void* /*context*/) {
     write_text(" \"");
     write_text(name);
     write_text(thread == getpid() ? "\" (the main thread)" : "\" (not the main thread)");
-    write_text("; its native stack:\n");
-    void* frames[64];
-    int depth = backtrace(frames, 64);
-    backtrace_symbols_fd(frames, depth, STDERR_FILENO);
-    write_text("torch_tpu: end of the native stack\n");
+    const uintptr_t at = fault ? faulting_instruction(context) : 0;
+    if (at != 0 && at >= unwinder_begin && at < unwinder_end) {
+      write_text(": the fault is inside the C++ unwinder (libgcc_s), whose lock it holds, so its"
+                 " native stack cannot be walked. The unwinder reads the tables of all loaded"
+                 " code: a frequent cause is code unmapped while still registered, e.g. a JIT"
+                 " that could not map memory (too many mappings: vm.max_map_count)\n");
+    } else {
+      write_text("; its native stack:\n");
+      void* frames[64];
+      int depth = backtrace(frames, 64);
+      backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+      write_text("torch_tpu: end of the native stack\n");
+    }
     reported = true;
   } else {
     // Another thread is reporting: let it finish (for at most two seconds) before the
@@ -127,6 +174,8 @@ void install_crash_report() {
   // handler.
   void* warm[1];
   backtrace(warm, 1);
+  auto unwinder = reinterpret_cast<uintptr_t>(&_Unwind_Backtrace);
+  dl_iterate_phdr(find_code_of, &unwinder);
   struct sigaction action {};
   action.sa_sigaction = report;
   action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;

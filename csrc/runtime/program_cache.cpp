@@ -1,5 +1,6 @@
 #include "runtime/program_cache.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -74,7 +75,10 @@ ProgramCache::ProgramCache(const pjrt::Client& client)
       tiered_(xla_cpu_shortcuts(client.platform_name()) && fast_op_compile_level() == "1"),
       one_core_compile_(xla_cpu_shortcuts(client.platform_name()) && one_core_compile_requested()),
       pin_runs_(pin_runs_from_environment(client)),
-      max_programs_(max_programs_from_environment()) {}
+      max_programs_(max_programs_from_environment()),
+      mapping_baseline_(count_process_mappings()) {
+  process_mapping_limit();  // a bad TORCH_TPU_MAPPING_LIMIT fails at the first use, not later
+}
 
 std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
                                                     const std::string& label, ProgramKind kind) {
@@ -212,14 +216,15 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key
   if (disk != nullptr) {
     DiskLookup found = disk->load(key);
     if (found.status == DiskLookup::Status::Hit) {
-      try {
-        executable = client_.deserialize(found.payload);
+      std::string why;
+      executable = client_.try_deserialize(found.payload, &why);
+      if (executable != nullptr) {
         disk->mark_used(key);
         from_disk = true;
-      } catch (const std::exception& error) {
+      } else {
         // Intact bytes the plugin still refuses (e.g. a plugin rebuilt in place).
         disk->reject(key);
-        rejected = std::string("the plugin cannot load it: ") + error.what();
+        rejected = "the plugin cannot load it: " + why;
       }
     } else if (found.status == DiskLookup::Status::Rejected) {
       rejected = found.why;
@@ -249,12 +254,34 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key
   if (!added) return entry->second.executable;  // another thread loaded it meanwhile
   recent_.push_front(&entry->first);
   entry->second.recent = recent_.begin();
+  if (++loads_since_mapping_check_ >= mapping_check_every_) {
+    loads_since_mapping_check_ = 0;
+    check_mappings();
+  }
   evict();
   return executable;
 }
 
+void ProgramCache::check_mappings() {
+  const size_t mappings = count_process_mappings();
+  const size_t limit = process_mapping_limit();
+  // Closer to the limit, a few large programs could cross it between two counts.
+  mapping_check_every_ = mappings > limit / 4 ? 8 : 64;
+  if (mappings == 0 || mappings < limit / 2) return;
+  const size_t keep =
+      programs_to_keep(programs_.size(), mappings, mapping_baseline_, limit / 8 * 3, 64);
+  if (keep >= mapping_cap_) return;
+  if (mapping_cap_ == SIZE_MAX) {
+    RecompileLog::write("warning: " + std::to_string(mappings) + " memory mappings of at most " +
+                        std::to_string(limit) + " (vm.max_map_count): keeping " +
+                        std::to_string(keep) + " compiled programs loaded instead of " +
+                        std::to_string(programs_.size()));
+  }
+  mapping_cap_ = keep;
+}
+
 void ProgramCache::evict() {
-  while (programs_.size() > max_programs_) {
+  while (programs_.size() > std::min(max_programs_, mapping_cap_)) {
     auto oldest = programs_.find(*recent_.back());
     recent_.pop_back();
     quick_programs_.erase(oldest->second.executable.get());

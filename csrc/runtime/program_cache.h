@@ -6,10 +6,13 @@
 // programs and fused graphs alike.
 //
 // At most max_programs() executables stay loaded; the least recently used go first (the
-// disk cache brings them back). XLA:CPU maps about three memory regions per loaded
-// program, and Linux allows a process 65530 (vm.max_map_count): a process that loads
+// disk cache brings them back). XLA:CPU maps about three memory regions per kernel of a
+// loaded program, and Linux allows a process 65530 (vm.max_map_count): a process that loads
 // ~20,000 programs (PyTorch's device test files do) ran out of mappings and crashed
-// inside XLA's JIT loader.
+// inside XLA's JIT loader. A count of programs does not bound the mappings (a fused graph
+// of a hundred ops has a hundred kernels), so every 64 loads (8 near the limit) the cache
+// also counts the process's mappings and, past half the limit, keeps fewer programs
+// (runtime/process_mappings.h).
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -21,6 +24,7 @@
 
 #include "pjrt/client.h"
 #include "runtime/disk_cache.h"
+#include "runtime/process_mappings.h"
 #include "runtime/recompile_log.h"
 
 namespace tpu::runtime {
@@ -131,8 +135,11 @@ class ProgramCache {
     std::shared_ptr<pjrt::Executable> executable;
     std::list<const std::string*>::iterator recent;  // its place in recent_
   };
-  // Drops least recently used executables beyond max_programs_ (lock held).
+  // Drops least recently used executables beyond max_programs_ and mapping_cap_ (lock held).
   void evict();
+  // Counts the process's mappings; past half of the limit, lowers mapping_cap_ so that
+  // the programs kept bring them down to three eighths of it (lock held).
+  void check_mappings();
 
   std::unordered_map<std::string, Entry> programs_;
   std::list<const std::string*> recent_;  // keys of programs_, most recently used first
@@ -140,6 +147,13 @@ class ProgramCache {
   std::deque<std::shared_ptr<pjrt::Executable>> evicted_;
   std::atomic<uint64_t> generation_{0};
   size_t max_programs_;
+  // Loads between two counts of the process's mappings: 64, or 8 past a quarter of the limit.
+  size_t mapping_check_every_ = 64;
+  size_t loads_since_mapping_check_ = 0;
+  // The mappings the process had before this cache loaded anything.
+  const size_t mapping_baseline_;
+  // The most programs the mapping limit allows, as last measured; no limit until then.
+  size_t mapping_cap_ = SIZE_MAX;
   std::shared_ptr<DiskCache> disk_;
   RecompileLog log_;
 };

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstring>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "runtime/device_buffer.h"
 #include "runtime/memory.h"
 #include "runtime/metrics.h"
+#include "runtime/process_mappings.h"
 #include "runtime/program_cache.h"
 
 namespace tpu::runtime {
@@ -94,6 +96,32 @@ TEST(ProgramCache, CompilesOncePerProgram) {
   EXPECT_EQ(first, second);
   EXPECT_EQ(metrics().snapshot().compiles - before, 1);
   EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(ProcessMappings, CountsEachNewMapping) {
+  const size_t before = count_process_mappings();
+  ASSERT_GT(before, 0u);
+  // Alternate protections so that neighbouring mappings cannot merge into one.
+  std::vector<void*> regions;
+  for (int i = 0; i < 40; ++i) {
+    void* region = mmap(nullptr, 4096, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(region, MAP_FAILED);
+    regions.push_back(region);
+  }
+  EXPECT_GE(count_process_mappings(), before + 20);
+  for (void* region : regions) munmap(region, 4096);
+  EXPECT_GT(process_mapping_limit(), 0u);
+}
+
+TEST(ProcessMappings, KeepsTheShareOfProgramsThatFitsTheTarget) {
+  // 1000 programs hold 40000 - 1000 mappings; 20000 - 1000 fit: about half of them.
+  EXPECT_EQ(programs_to_keep(1000, 40000, 1000, 20000, 64), 487u);
+  // Under the target: all stay. Never below the floor (a cap: above the count keeps all).
+  EXPECT_EQ(programs_to_keep(1000, 15000, 1000, 20000, 64), 1000u);
+  EXPECT_EQ(programs_to_keep(1000, 60000, 19000, 20000, 64), 64u);
+  EXPECT_EQ(programs_to_keep(10, 60000, 1000, 20000, 64), 64u);
+  EXPECT_EQ(programs_to_keep(0, 60000, 1000, 20000, 64), 64u);
 }
 
 float read_float(const pjrt::BufferPtr& buffer) {
