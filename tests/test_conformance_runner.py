@@ -311,3 +311,43 @@ def test_check_on_cpu_tells_our_failures_from_tests_the_cpu_does_not_pass(tmp_pa
         "test_dtype_tpu_float16": ("failed", True, "skipped"),
     }
     assert data["files"][0]["pass_percent_without_them"] == 50.0
+
+
+SELF_CLASS_SUPER = textwrap.dedent(
+    """
+    import torch
+    from torch.testing._internal.common_device_type import instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestOldSetUp(TestCase):
+        def setUp(self):
+            super(self.__class__, self).setUp()
+            self.scale = 3
+
+        def tearDown(self):
+            super(self.__class__, self).tearDown()
+
+        def test_scaled(self, device):
+            self.assertEqual((torch.ones(2, device=device) * self.scale).sum().item(), 6.0)
+
+
+    instantiate_device_type_tests(TestOldSetUp, globals())
+    """
+)
+
+
+def test_setup_calling_super_of_its_own_class_runs_as_under_older_torch(tmp_path):
+    """v2.6.0's test_linalg.py calls ``super(self.__class__, self).setUp()``: under torch
+    2.13's device classes (subclasses of the generic class) that recursed without end, on
+    the CPU too, so none of its tests ran. The runner's plugin names the generic class."""
+    tests = tmp_path / "test"
+    tests.mkdir()
+    (tests / "test_old_setup.py").write_text(SELF_CLASS_SUPER)
+    out = tmp_path / "out.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main([str(tests), "test_old_setup", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [(t["nodeid"].split("::")[-1], t["outcome"]) for t in data["tests"]] == [
+        ("test_scaled_tpu", "passed")
+    ]

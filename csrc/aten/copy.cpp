@@ -3,6 +3,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
 
 #include <functional>
 #include <memory>
@@ -257,6 +258,30 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
   return translating_out_of_memory(self.device().index(), [&] { return download(self).item(); });
+}
+
+namespace {
+
+// at::_copy_from_and_resize(src, dst) is how PyTorch's CPU fallback writes an out= result
+// back to the device. Its schema does not mark dst as written, so the conjugate and negative
+// fallbacks hand the kernel a resolved copy of a conj() or neg view and the result was lost
+// (linalg.solve_triangular(..., out=B.conj()) left B as it was). Here, for a dst with either
+// bit, the result goes through copy_, which writes through the bits.
+at::Tensor copy_from_and_resize_through_bits(const at::Tensor& self, const at::Tensor& dst) {
+  if (!dst.sizes().equals(self.sizes())) dst.resize_(self.sizes());
+  at::Tensor out = dst;
+  out.copy_(self);
+  return dst;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize_through_bits));
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize_through_bits));
 }
 
 }  // namespace tpu::aten

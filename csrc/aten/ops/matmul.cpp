@@ -6,6 +6,8 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 
+#include <optional>
+
 #include "aten/dtype.h"
 #include "aten/ops/all.h"
 #include "aten/program.h"
@@ -24,6 +26,32 @@ void check_mm(const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(self.scalar_type() == mat2.scalar_type(),
               "expected mat1 and mat2 to have the same dtype, but got: ", self.dtype(),
               " != ", mat2.dtype());
+}
+
+// PyTorch lets mm, addmm, bmm and baddbmm (and their out and in-place forms) past its
+// conjugate and negative fallbacks, because its own kernels fold a lazy conj() or neg bit
+// into the BLAS call: an operand that is a conjugated view (x.mH) arrives with the bit set,
+// and reading its storage reads the values before conj. These products materialize such
+// operands, and write through a plain tensor to an out that has a bit (copy_ honours it).
+bool has_math_bits(const at::Tensor* t) { return t != nullptr && (t->is_conj() || t->is_neg()); }
+
+at::Tensor resolved(const at::Tensor& t) {
+  return has_math_bits(&t) ? t.resolve_conj().resolve_neg() : t;
+}
+
+// Calls `lower(self, a, b, out)` with operands free of math bits; see has_math_bits.
+template <typename Lower>
+bool lowered_without_math_bits(const at::Tensor* self, const at::Tensor& a, const at::Tensor& b,
+                               const at::Tensor& out, Lower lower) {
+  if (!has_math_bits(self) && !has_math_bits(&a) && !has_math_bits(&b) && !has_math_bits(&out)) {
+    return false;
+  }
+  std::optional<at::Tensor> plain_self;
+  if (self != nullptr) plain_self = resolved(*self);
+  at::Tensor plain_out = has_math_bits(&out) ? at::empty(out.sizes(), out.options()) : out;
+  lower(plain_self ? &*plain_self : nullptr, resolved(a), resolved(b), plain_out);
+  if (!plain_out.is_same(out)) out.copy_(plain_out);
+  return true;
 }
 
 c10::ScalarType accumulate_type(c10::ScalarType type) {
@@ -76,13 +104,19 @@ bool is_integer(const c10::Scalar& s, int64_t value) {
   return s.isIntegral(true) && s.to<int64_t>() == value;
 }
 
-// A product's statics: matmul_setting() and which of alpha and beta are the integers the
-// lowering leaves out (1, 0).
+// beta == 0 of any type (0, 0.0, False, 0j): PyTorch then ignores self, NaNs included.
+bool is_zero(const c10::Scalar& s) { return s.toComplexDouble() == c10::complex<double>(0, 0); }
+
+// A product's statics: matmul_setting() and which of alpha and beta the lowering leaves out
+// (an integer 1, a zero beta).
 std::vector<int64_t> product_statics(const c10::Scalar& beta, const c10::Scalar& alpha) {
-  return {matmul_setting(), is_integer(alpha, 1), is_integer(beta, 0), is_integer(beta, 1)};
+  return {matmul_setting(), is_integer(alpha, 1), is_zero(beta), is_integer(beta, 1)};
 }
 
 void lower_mm(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& out) {
+  auto plain = [](const at::Tensor*, const at::Tensor& a, const at::Tensor& b,
+                  const at::Tensor& o) { lower_mm(a, b, o); };
+  if (lowered_without_math_bits(nullptr, self, mat2, out, plain)) return;
   static const char* const kName = "aten::mm";
   PreparedCall call(kName, {&self, &mat2, &out}, {}, {matmul_setting()});
   if (call.run()) return;
@@ -100,7 +134,7 @@ hlo::Value scale_and_add(Program& p, hlo::Value product, const at::Tensor* self,
   if (!is_integer(alpha, 1)) {
     product = b.binary("multiply", product, b.broadcast_to(p.scalar(alpha, accumulate), shape));
   }
-  if (self == nullptr || is_integer(beta, 0)) return product;
+  if (self == nullptr || is_zero(beta)) return product;
   hlo::Value bias = b.broadcast_to(p.read(*self, accumulate), shape);
   if (!is_integer(beta, 1)) {
     bias = b.binary("multiply", bias, b.broadcast_to(p.scalar(beta, accumulate), shape));
@@ -112,6 +146,9 @@ hlo::Value scale_and_add(Program& p, hlo::Value product, const at::Tensor* self,
 void lower_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                  const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& out) {
   check_mm(mat1, mat2);
+  auto plain = [&](const at::Tensor* s, const at::Tensor& a, const at::Tensor& b,
+                   const at::Tensor& o) { lower_addmm(*s, a, b, beta, alpha, o); };
+  if (lowered_without_math_bits(&self, mat1, mat2, out, plain)) return;
   TORCH_CHECK(self.scalar_type() == mat1.scalar_type(),
               "self and mat2 must have the same dtype, but got ", self.dtype(), " and ",
               mat1.dtype());
@@ -195,10 +232,20 @@ void check_bmm(const at::Tensor& self, const at::Tensor& mat2) {
               " but found ", mat2.scalar_type());
 }
 
+// baddbmm's own check on self (its meta function's): batch1's dtype, whatever beta is.
+void check_baddbmm_self(const at::Tensor& self, const at::Tensor& batch1,
+                        const at::Tensor& batch2) {
+  TORCH_CHECK(self.dtype() == batch1.dtype(), "Input dtypes must be the same, got: input ",
+              self.dtype(), ", batch1: ", batch1.dtype(), ", batch2: ", batch2.dtype());
+}
+
 // out = beta * self + alpha * (batch1 @ batch2); self is ignored when beta == 0.
 void lower_baddbmm(const char* name, const at::Tensor* self, const at::Tensor& batch1,
                    const at::Tensor& batch2, const c10::Scalar& beta, const c10::Scalar& alpha,
                    const at::Tensor& out) {
+  auto plain = [&](const at::Tensor* s, const at::Tensor& a, const at::Tensor& b,
+                   const at::Tensor& o) { lower_baddbmm(name, s, a, b, beta, alpha, o); };
+  if (lowered_without_math_bits(self, batch1, batch2, out, plain)) return;
   std::vector<int64_t> shape{batch1.size(0), batch1.size(1), batch2.size(2)};
   c10::ScalarType accumulate = accumulate_type(batch1.scalar_type());
   PreparedCall call(name, {self, &batch1, &batch2, &out}, {&beta, &alpha},
@@ -231,6 +278,7 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
 at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
                    const c10::Scalar& beta, const c10::Scalar& alpha) {
   check_bmm(batch1, batch2);
+  check_baddbmm_self(self, batch1, batch2);
   at::Tensor out = at::empty({batch1.size(0), batch1.size(1), batch2.size(2)}, batch1.options());
   lower_baddbmm("aten::baddbmm", &self, batch1, batch2, beta, alpha, out);
   return out;
@@ -239,6 +287,7 @@ at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& batch1, const at::T
 at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
                         const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
   check_bmm(batch1, batch2);
+  check_baddbmm_self(self, batch1, batch2);
   at::native::resize_output(out, {batch1.size(0), batch1.size(1), batch2.size(2)});
   lower_baddbmm("aten::baddbmm.out", &self, batch1, batch2, beta, alpha, out);
   return out;
@@ -247,6 +296,7 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1, const 
 at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
                      const c10::Scalar& beta, const c10::Scalar& alpha) {
   check_bmm(batch1, batch2);
+  check_baddbmm_self(self, batch1, batch2);
   lower_baddbmm("aten::baddbmm_", &self, batch1, batch2, beta, alpha, self);
   return self;
 }
