@@ -88,3 +88,41 @@ def test_baddbmm_self_of_another_dtype_is_refused_as_on_the_cpu():
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match="Input dtypes must be the same, got: input long"):
             torch.baddbmm(batch.long().to(device), batch.to(device), batch.to(device), beta=0.0)
+
+
+@pytest.mark.parametrize("fn", [torch.dot, torch.vdot])
+def test_dot_and_vdot_equal_the_cpus_and_refuse_what_it_refuses(fn):
+    a, b = torch.randn(5, dtype=torch.complex64), torch.randn(5, dtype=torch.complex64)
+    for x, y in ((a, b), (a.conj(), b), (a, b.conj()), (a.real, b.real)):
+        torch.testing.assert_close(fn(x.to("tpu"), y.to("tpu")).cpu(), fn(x, y))
+    bad = [
+        (a, b.to(torch.complex128), "dot : expected both vectors to have same dtype, but found "
+         "ComplexFloat and ComplexDouble"),
+        (a.reshape(1, 5), b, "1D tensors expected, but got 2D and 1D tensors"),
+        (a[:3], b, "inconsistent tensor size"),
+    ]  # fmt: skip
+    for x, y, message in bad:
+        for device in ("cpu", "tpu"):
+            with pytest.raises(RuntimeError, match=message):
+                fn(x.to(device), y.to(device))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        fn(a, b.to("tpu"))
+
+
+def test_addr_checks_beta_and_alpha_as_the_cpu():
+    s, v = torch.randn(3, 3), torch.randn(3)
+    si, vi = torch.ones(3, 3, dtype=torch.long), torch.ones(3, dtype=torch.long)
+    cases = [
+        ((s, v, v), {"beta": True}, "Boolean beta only supported for Boolean results."),
+        ((s, v, v), {"alpha": True}, "Boolean alpha only supported for Boolean results."),
+        ((si, vi, vi), {"beta": 2.0}, "argument beta must not be a floating point number."),
+        ((si, vi, vi), {"alpha": 0.5}, "argument alpha must not be a floating point number."),
+    ]
+    for args, kwargs, message in cases:
+        for device in ("cpu", "tpu"):
+            with pytest.raises(RuntimeError, match=message):
+                torch.addr(*(t.to(device) for t in args), **kwargs)
+    b, vb = torch.ones(3, 3, dtype=torch.bool), torch.tensor([True, False, True])
+    for args, kwargs in (((s, v, v), {"beta": 0.5, "alpha": 2}), ((b, vb, vb), {"beta": False})):
+        got = torch.addr(*(t.to("tpu") for t in args), **kwargs)
+        torch.testing.assert_close(got.cpu(), torch.addr(*args, **kwargs))

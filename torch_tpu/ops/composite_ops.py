@@ -20,7 +20,8 @@ def _into(out: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
     return out.copy_(result)
 
 
-def dot(self, tensor):
+def _check_dot(self, tensor) -> None:
+    """The CPU's checks of dot and vdot, in its order and words."""
     if self.dim() != 1 or tensor.dim() != 1:
         raise RuntimeError(
             f"1D tensors expected, but got {self.dim()}D and {tensor.dim()}D tensors"
@@ -36,14 +37,27 @@ def dot(self, tensor):
             f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
             f"number of elements, but got {n} and {m} elements respectively"
         )
+
+
+def dot(self, tensor):
+    _check_dot(self, tensor)
+    # mm takes a conj() or neg view as such (PyTorch sends dot past its conjugate fallback).
     return torch.mm(self.unsqueeze(0), tensor.unsqueeze(1)).reshape(())
+
+
+def vdot(self, other):
+    """sum(conj(self) * other). Also what makes a CPU tensor an error, as on the CPU: the
+    CPU fallback would have moved it."""
+    _check_dot(self, other)
+    return torch.mm(self.conj().unsqueeze(0), other.unsqueeze(1)).reshape(())
 
 
 def _name(dtype: torch.dtype) -> str:
     return {torch.float32: "Float", torch.float64: "Double", torch.int64: "Long",
             torch.int32: "Int", torch.float16: "Half", torch.bfloat16: "BFloat16",
             torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
-            torch.bool: "Bool"}.get(
+            torch.bool: "Bool", torch.complex64: "ComplexFloat",
+            torch.complex128: "ComplexDouble", torch.complex32: "ComplexHalf"}.get(
         dtype, str(dtype).removeprefix("torch."))  # fmt: skip
 
 
@@ -194,6 +208,7 @@ def mode_out(self, dim=-1, keepdim=False, *, values, indices):
 def install() -> None:
     for name, kernel in (
         ("dot", dot),
+        ("vdot", vdot),
         ("xlogy.Tensor", xlogy),
         ("xlogy.OutTensor", xlogy_out),
         ("mish", mish),
