@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from opinfo_expectations import EXPECTED_FAILURES, RANDOM, UNINITIALIZED
+from opinfo_expectations import EXPECTED_FAILURES, RANDOM, ROUNDED_ONCE, UNINITIALIZED
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.utils._pytree import tree_map
 
@@ -132,6 +132,23 @@ def _grads(op, sample, outputs):
     return torch.autograd.grad(total, inputs, allow_unused=True)
 
 
+def _closer_to_float64(op, sample, actual, expected):
+    """See ROUNDED_ONCE: tpu's largest distance from float64 is at most the CPU's."""
+    exact = sample.transform(lambda x: x.double() if isinstance(x, torch.Tensor) else x)
+    reference = op(exact.input, *exact.args, **exact.kwargs)
+    actual = actual.cpu()
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    assert torch.equal(actual.isnan(), expected.isnan())
+    finite = reference.isfinite() & expected.isfinite()
+    torch.testing.assert_close(actual[~finite], expected[~finite], equal_nan=True)
+    if not finite.any():
+        return
+    ours = (actual.double() - reference)[finite].abs().max().item()
+    cpus = (expected.double() - reference)[finite].abs().max().item()
+    step = torch.finfo(expected.dtype).eps * reference[finite].abs().max().item()
+    assert ours <= cpus + step, (ours, cpus)
+
+
 @pytest.mark.parametrize("op,dtype,mode,eager", list(_cases()))
 def test_opinfo(op, dtype, mode, eager):
     with torch_tpu.eager_mode(eager):
@@ -145,7 +162,9 @@ def _check_samples(op, dtype, mode):
         expected = op(sample.input, *sample.args, **sample.kwargs)
         tpu_sample = _sample_to_tpu(sample)
         actual = op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)
-        if mode == "forward":
+        if mode == "forward" and (op.name, str(dtype).removeprefix("torch.")) in ROUNDED_ONCE:
+            _closer_to_float64(op, sample, actual, expected)
+        elif mode == "forward":
             _compare(actual, expected, values=op.name not in UNINITIALIZED)
         else:
             expected_grads = _grads(op, sample, expected)
