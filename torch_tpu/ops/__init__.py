@@ -21,6 +21,7 @@ def install_all() -> None:
         flex_attention,
         fractional_pool,
         fused_optim,
+        int4_matmul,
         margin_losses,
         rnn_cells,
         window_ops,
@@ -36,3 +37,4 @@ def install_all() -> None:
     window_ops.install()  # 3-d pooling and padding, adaptive max pooling: made of tpu ops
     fractional_pool.install()  # nn.FractionalMaxPool2d/3d: windows gathered by index
     encoder_padding.install()  # nn.TransformerEncoder's nested-tensor path, without nested tensors
+    int4_matmul.install()  # int4 weight-only products (gpt-fast, torchao): ATen has CUDA's only
