@@ -249,22 +249,27 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key
   if (compile_options == op_options_ || compile_options == graph_options_) {
     executable->mark_pinnable({/*graph_options=*/compile_options != op_options_, from_disk});
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto [entry, added] = programs_.try_emplace(key, Entry{executable, {}});
-  if (!added) return entry->second.executable;  // another thread loaded it meanwhile
-  recent_.push_front(&entry->first);
-  entry->second.recent = recent_.begin();
-  if (++loads_since_mapping_check_ >= mapping_check_every_) {
-    loads_since_mapping_check_ = 0;
-    check_mappings();
+  bool count_mappings = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [entry, added] = programs_.try_emplace(key, Entry{executable, {}});
+    if (!added) return entry->second.executable;  // another thread loaded it meanwhile
+    recent_.push_front(&entry->first);
+    entry->second.recent = recent_.begin();
+    count_mappings = ++loads_since_mapping_check_ >= mapping_check_every_;
+    if (count_mappings) loads_since_mapping_check_ = 0;
+    evict();
   }
-  evict();
+  if (count_mappings) check_mappings();
   return executable;
 }
 
 void ProgramCache::check_mappings() {
+  // Read outside the lock: tens of milliseconds at tens of thousands of mappings, while other
+  // threads' cache hits take the lock.
   const size_t mappings = count_process_mappings();
   const size_t limit = process_mapping_limit();
+  std::lock_guard<std::mutex> lock(mutex_);
   // Closer to the limit, a few large programs could cross it between two counts.
   mapping_check_every_ = mappings > limit / 4 ? 8 : 64;
   if (mappings == 0 || mappings < limit / 2) return;
@@ -278,6 +283,7 @@ void ProgramCache::check_mappings() {
                         std::to_string(programs_.size()));
   }
   mapping_cap_ = keep;
+  evict();
 }
 
 void ProgramCache::evict() {

@@ -138,7 +138,7 @@ class ProgramCache {
   // Drops least recently used executables beyond max_programs_ and mapping_cap_ (lock held).
   void evict();
   // Counts the process's mappings; past half of the limit, lowers mapping_cap_ so that
-  // the programs kept bring them down to three eighths of it (lock held).
+  // the programs kept bring them down to three eighths of it, and evicts (takes the lock).
   void check_mappings();
 
   std::unordered_map<std::string, Entry> programs_;
