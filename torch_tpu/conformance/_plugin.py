@@ -148,7 +148,11 @@ def _ids_in(variable: str) -> set[str] | None:
 
 
 def _sample_key(nodeid: str) -> str:
-    return hashlib.sha1(nodeid.encode()).hexdigest()
+    # Seed 0 hashes the id alone (the sample every earlier run took); another seed picks
+    # another, equally spread, sample.
+    seed = os.environ.get(runner.SAMPLE_SEED_ENV, "0")
+    text = nodeid if seed == "0" else f"{seed}:{nodeid}"
+    return hashlib.sha1(text.encode()).hexdigest()
 
 
 def _sampled(items: list[pytest.Item]) -> set[str] | None:

@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
         "tests every run (for the files with thousands of tests)",
     )
     parser.add_argument(
+        "--sample-seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="with --sample: another seed picks another sample, as fixed and as spread "
+        "(default 0: the ids' own hash)",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=1,
@@ -137,6 +145,7 @@ def _options(args: argparse.Namespace) -> Options:
         noconftest=args.noconftest,
         check_on_cpu=args.check_on_cpu,
         sample=args.sample,
+        sample_seed=args.sample_seed,
     )
 
 

@@ -24,6 +24,7 @@ DESELECT_ENV = "TORCH_TPU_CONFORMANCE_DESELECT"
 BYPASS_ENV = "TORCH_TPU_CONFORMANCE_BYPASS_DEVICE_RESTRICTIONS"
 ALL_TESTS_ENV = "TORCH_TPU_CONFORMANCE_INCLUDE_NON_DEVICE_TESTS"
 SAMPLE_ENV = "TORCH_TPU_CONFORMANCE_SAMPLE"
+SAMPLE_SEED_ENV = "TORCH_TPU_CONFORMANCE_SAMPLE_SEED"
 SELECT_ENV = "TORCH_TPU_CONFORMANCE_SELECT"  # a file of the only node ids to run
 
 DEFAULT_FILES = (
@@ -71,6 +72,7 @@ class Options:
     noconftest: bool = False
     check_on_cpu: bool = False
     sample: int | None = None  # at most this many tests per file, the same ones every run
+    sample_seed: int = 0  # which sample: another seed, other tests (the same every run)
 
 
 # --- the progress file -----------------------------------------------------------------
@@ -209,8 +211,10 @@ def child_env(options: Options, progress: Path, deselect: Path) -> dict[str, str
     env[DESELECT_ENV] = str(deselect)
     if options.sample:
         env[SAMPLE_ENV] = str(options.sample)
+        env[SAMPLE_SEED_ENV] = str(options.sample_seed)
     else:
         env.pop(SAMPLE_ENV, None)
+        env.pop(SAMPLE_SEED_ENV, None)
     for name, wanted in (
         (BYPASS_ENV, options.bypass_device_restrictions),
         (ALL_TESTS_ENV, options.include_non_device_tests),
