@@ -2,10 +2,13 @@
 sequence, as Hugging Face's data collators do) under torch.compile(backend="tpu"):
 with size buckets (the default), without them (TORCH_TPU_DYNAMIC_BUCKETS=0: a program
 per distinct length), with every batch padded to the longest length (one static
-shape, padded targets ignored by the loss), and PyTorch CPU eager on the same loop.
+shape, padded targets ignored by the loss), the same loop in the defer_and_fuse eager mode
+without and with eager size buckets (``torch_tpu.set_dynamic_buckets``), and PyTorch CPU
+eager on the same loop.
 
     python bench/dynamic.py [--steps 120] [--batch 8] [--min-length 16] [--max-length 512]
-        [--distribution log-uniform|uniform] [--variants buckets,no buckets,pad to max,cpu eager]
+        [--distribution log-uniform|uniform]
+        [--variants buckets,no buckets,pad to max,eager,eager buckets,cpu eager]
 
 Lengths are drawn from a fixed seeded distribution (log-uniform by default: many short
 batches, few long ones, as in fine-tuning data; or uniform), the same for every variant; each
@@ -70,7 +73,11 @@ def _run(variant: str, args, config) -> dict:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     # Padded to the maximum, every batch has one shape: compiled as a static graph.
     dynamic = variant != "pad to max"
-    step = _loss if device == "cpu" else torch.compile(_loss, backend="tpu", dynamic=dynamic)
+    eager = device == "cpu" or variant.startswith("eager")
+    step = _loss if eager else torch.compile(_loss, backend="tpu", dynamic=dynamic)
+    if variant.startswith("eager"):
+        torch_tpu.set_eager_mode("defer_and_fuse")
+        torch_tpu.set_dynamic_buckets(variant == "eager buckets")
     if device == "tpu":
         torch_tpu.metrics.reset()
     times = []
@@ -106,7 +113,9 @@ def main() -> None:
     parser.add_argument("--min-length", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--distribution", choices=("log-uniform", "uniform"), default="log-uniform")
-    parser.add_argument("--variants", default="buckets,no buckets,pad to max,cpu eager")
+    parser.add_argument(
+        "--variants", default="buckets,no buckets,pad to max,eager,eager buckets,cpu eager"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = parser.parse_args()
     config = Config(vocab=64, context=args.max_length, width=64, heads=4, layers=2)
@@ -129,12 +138,12 @@ def main() -> None:
     results = {v: in_fresh_process(__file__, v, argv) for v in args.variants.split(",")}
     base = results.get("cpu eager")
     columns = ("programs", "compile s", "total s", "step ms", "total/CPU", "step/CPU", "loss")
-    print(f"{'variant':<12} " + " ".join(f"{c:>9}" for c in columns))
+    print(f"{'variant':<14} " + " ".join(f"{c:>9}" for c in columns))
     for name, r in results.items():
         ratio_total = f"{r['total'] / base['total']:.2f}" if base else "-"
         ratio_step = f"{r['step'] / base['step']:.2f}" if base else "-"
         print(
-            f"{name:<12} {r['compiles']:>9} {r['compile_s']:>9.1f} {r['total']:>9.1f} "
+            f"{name:<14} {r['compiles']:>9} {r['compile_s']:>9.1f} {r['total']:>9.1f} "
             f"{r['step'] * 1e3:>9.1f} "
             f"{ratio_total:>9} {ratio_step:>9} {r['loss']:>9.3f}"
         )

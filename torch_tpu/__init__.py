@@ -45,6 +45,7 @@ from torch_tpu._runtime import autograd_threads as _autograd_threads  # noqa: E4
 from torch_tpu._runtime import dlpack as _dlpack  # noqa: E402
 from torch_tpu._runtime import printing as _printing  # noqa: E402
 from torch_tpu.eager import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402
+from torch_tpu.eager_buckets import set_dynamic_buckets  # noqa: E402
 
 cache._configure_from_environment()
 _device_module._set_chip_capacities()
@@ -83,6 +84,10 @@ distributed._register()
 _device_module.distributed = distributed  # torch.tpu.distributed, TorchTPU's name
 sys.modules["torch.tpu.distributed"] = distributed
 
+from torch_tpu import eager_buckets as _eager_buckets  # noqa: E402
+
+_eager_buckets._configure_from_environment()  # TORCH_TPU_EAGER_BUCKETS=1, last: it records ops
+
 __all__ = [
     "cache",
     "coverage",
@@ -92,6 +97,7 @@ __all__ = [
     "metrics",
     "platform",
     "plugin_info",
+    "set_dynamic_buckets",
     "set_eager_mode",
     "sync",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from torch_tpu import _C
+from torch_tpu import eager_buckets as _eager_buckets
 from torch_tpu._runtime import peak_flops as _peak_flops
 from torch_tpu.eager import EagerMode
 from torch_tpu.eager import _SetEagerMode as set_eager_mode  # noqa: F401  (TorchTPU's name)
@@ -85,6 +86,7 @@ class device:
 
 def synchronize(device: Any = None) -> None:
     """Waits until every program enqueued so far has finished (raising its error if one failed)."""
+    _eager_buckets.flush()  # ops recorded under eager size buckets run first
     _C._synchronize()
 
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 import torch
 
-from torch_tpu import _C
+from torch_tpu import _C, eager_buckets
 
 
 class EagerMode(enum.Enum):
@@ -53,6 +53,7 @@ def set_eager_mode(mode: str | EagerMode) -> None:
 
     >>> torch_tpu.set_eager_mode("debug")
     """
+    eager_buckets.flush()  # what was recorded under size buckets runs in the old mode
     _C._set_eager_mode(_mode_name(mode))
 
 
@@ -120,6 +121,7 @@ def sync() -> None:
 
     >>> loss.backward(); optimizer.step(); torch_tpu.sync()
     """
+    eager_buckets.flush()
     _C._sync()
 
 
@@ -131,6 +133,7 @@ def _sync_after_optimizer_step(optimizer, args, kwargs) -> None:
     itself after the step finds the graph already run: its sync does nothing."""
     if torch.compiler.is_compiling() or _C._get_eager_mode() != "defer_and_fuse":
         return
+    eager_buckets.flush()
     _C._sync()
 
 
