@@ -104,6 +104,22 @@ def test_integers_that_do_not_follow_the_fitted_size_are_caught():
     assert eager_buckets.stats()["bucketed"] >= 1
 
 
+def test_a_batch_and_a_length_changing_together_are_told_apart():
+    # view(batch * length, width) and the softmax over the length: two sizes move at
+    # once, and the fit must find which integer follows which.
+    w = torch.randn(8, 8)
+    w_tpu = w.to("tpu")
+    sizes = [(2, 5), (3, 7), (2, 9), (4, 6), (3, 11), (2, 13), (4, 3), (3, 14)]
+    for batch, length in sizes:
+        x = torch.randn(batch, length, 8)
+        ref = (x.view(batch * length, 8) @ w).view(batch, length, 8).softmax(1).sum()
+        out = (x.to("tpu").view(batch * length, 8) @ w_tpu).view(batch, length, 8)
+        assert out.softmax(1).sum().item() == pytest.approx(ref.item(), rel=1e-5)
+    stats = eager_buckets.stats()
+    assert stats["bucketed"] == len(sizes) - 1
+    assert stats["compiled_functions"] <= 2
+
+
 def test_value_dependent_ops_and_copies_to_the_host_run_at_once():
     x = torch.tensor([0.0, 1.5, 0.0, -2.0, 3.0])
     for n in (5, 4, 3):

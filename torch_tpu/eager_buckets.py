@@ -54,12 +54,13 @@ _METADATA_OPS = {
     "aten::sym_stride",
     "aten::sym_numel",
 }
-# Ops that allocate without reading anything: their result is a placeholder.
-_SEGMENT_LIMIT = 20000
+_SEGMENT_LIMIT = 20000  # ops in one segment before it runs anyway (a loop that never syncs)
 # A segment of fewer computing ops runs as recorded: one or two small programs per size
 # cost less than a compiled function's trace, and such segments are mostly a loop over
 # tensors of different shapes (printing parameters), not one computation at many sizes.
-_MIN_BUCKETED_OPS = 3  # ops in one segment before it runs anyway (a loop that never syncs)
+_MIN_BUCKETED_OPS = 3
+_HISTORY = 6  # segments of one structure whose integers a fit must reproduce
+_MAX_FITS = 6  # fits of one structure before it is left to run as recorded
 
 
 def _is_tpu(x: Any) -> bool:
@@ -86,6 +87,8 @@ class _Shape:
     dynamic: dict[tuple[int, int], str] = field(default_factory=dict)  # (input, dim) -> symbol
     expressions: list[tuple[int, ...]] | None = None  # per int: (const, (coef, symbol)...)
     last_floats: list[float] | None = None
+    # The last segments' input shapes and integers, oldest first (what the fits must hold for).
+    history: list[tuple[list[tuple[int, ...]], list[int]]] = field(default_factory=list)
     # Floats that changed between segments are arguments of the compiled function; the
     # others are its constants (an epsilon, a scale: Dynamo would move an argument float
     # to the device in the program, which then cannot be replayed).
@@ -93,6 +96,7 @@ class _Shape:
     compiled: dict[tuple, Any] = field(default_factory=dict)  # by the code's variables
     exact: Any = None  # the segment as recorded, as a Python function
     exact_only: str = ""  # why this structure runs op by op only
+    fits: int = 0
     label: str = "eager segment"
 
 
@@ -318,6 +322,7 @@ class _Recorder(TorchDispatchMode):
                 outputs = self._run_bucketed(segment, state, live)
         state.last_shapes, state.last_ints = shapes, list(segment.ints)
         state.last_floats = list(segment.floats)
+        state.history = [*state.history[-(_HISTORY - 1) :], (shapes, list(segment.ints))]
         if outputs is None:
             self.stats["exact"] += 1
             if state.exact is None:
@@ -363,8 +368,16 @@ class _Recorder(TorchDispatchMode):
             for k, (a, b) in enumerate(zip(state.last_floats, segment.floats))
             if not _same_float(a, b) or k in (state.float_params or ())
         )
-        old_values = {s: state.last_shapes[i][d] for (i, d), s in state.dynamic.items()}
-        state.expressions = _fit(state.last_ints, segment.ints, old_values, values)
+        state.fits += 1
+        if state.fits > _MAX_FITS:
+            state.exact_only = f"its integers followed no fitted expression {_MAX_FITS} times"
+            _log(f"{state.label} runs as recorded, at exact sizes: {state.exact_only}")
+            return None
+        points = [
+            ({s: shape[i][d] for (i, d), s in state.dynamic.items()}, ints)
+            for shape, ints in (*state.history, (shapes, segment.ints))
+        ]
+        state.expressions = _fit(points)
         return values
 
     def _run_bucketed(self, segment, state, live):
@@ -554,35 +567,54 @@ def _structure(segment: _Segment, live: list[str]) -> str:
     return "\n".join(parts)
 
 
-def _fit(old_ints, new_ints, old_values, new_values) -> list[tuple]:
-    """Each integer as an expression of the dynamic sizes: a constant where it kept its
-    value, else ``a * s + b`` (or ``a * s * t + b``) through the two points."""
-    symbols = list(new_values)
+def _fit(history: list[tuple[dict[str, int], list[int]]]) -> list[tuple]:
+    """Each integer as an expression of the dynamic sizes that holds for every segment in
+    `history` (sizes, integers; oldest first): a constant, ``a * s + b``, ``s + t + b`` or
+    ``a * s * t + b``, the simplest that fits (the fewest terms, then no constant, then
+    small numbers), so that two sizes changing at once (a batch and a length) are told
+    apart as soon as the segments allow."""
     expressions = []
-    for old, new in zip(old_ints, new_ints):
-        expressions.append(_fit_one(old, new, symbols, old_values, new_values))
+    for k in range(len(history[-1][1])):
+        points = [(values, ints[k]) for values, ints in history]
+        expressions.append(_fit_one(points))
     return expressions
 
 
-def _fit_one(old, new, symbols, old_values, new_values) -> tuple:
-    if old == new:
-        return (new,)
-    for s in symbols:
-        ds = new_values[s] - old_values[s]
-        if ds and (new - old) % ds == 0:
-            a = (new - old) // ds
-            b = new - a * new_values[s]
-            if a:
-                return (b, (a, s))
-    for i, s in enumerate(symbols):
-        for t in symbols[i:]:
-            p_old, p_new = old_values[s] * old_values[t], new_values[s] * new_values[t]
-            if p_new != p_old and (new - old) % (p_new - p_old) == 0:
-                a = (new - old) // (p_new - p_old)
-                b = new - a * p_new
-                if a:
-                    return (b, (a, s, t))
-    return (new,)  # no fit: a constant (a later segment that differs misses, not errs)
+def _fit_one(points: list[tuple[dict[str, int], int]]) -> tuple:
+    values, v = points[-1]
+    if all(p == v for _, p in points):
+        return (v,)
+    symbols = list(values)
+    candidates: list[tuple] = []
+    for (old_values, old), (new_values, new) in zip(points, points[1:]):
+        if old == new:
+            continue
+        for i, s in enumerate(symbols):
+            ds = new_values[s] - old_values[s]
+            if ds and (new - old) % ds == 0:
+                a = (new - old) // ds
+                candidates.append((new - a * new_values[s], (a, s)))
+            for t in symbols[i + 1 :]:
+                dst = ds + new_values[t] - old_values[t]
+                if dst and new - old == dst:
+                    candidates.append((new - new_values[s] - new_values[t], (1, s), (1, t)))
+            for t in symbols[i:]:
+                p_old, p_new = old_values[s] * old_values[t], new_values[s] * new_values[t]
+                if p_new != p_old and (new - old) % (p_new - p_old) == 0:
+                    a = (new - old) // (p_new - p_old)
+                    candidates.append((new - a * p_new, (a, s, t)))
+    candidates.sort(
+        key=lambda e: (
+            len(e) + sum(len(term) - 2 for term in e[1:]),  # terms, products counting more
+            e[0] != 0,
+            abs(e[0]),
+            sum(abs(term[0]) for term in e[1:]),
+        )
+    )
+    for expression in candidates:
+        if all(_evaluate(expression, vs) == p for vs, p in points):
+            return expression
+    return (v,)  # no fit: a constant (a later segment that differs misses, never errs)
 
 
 def _evaluate(expression: tuple, values: dict[str, int]) -> int:
