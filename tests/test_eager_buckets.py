@@ -60,18 +60,20 @@ def test_a_dynamic_padding_training_loop_runs_at_its_buckets_with_the_cpus_losse
             opt.zero_grad()
             losses.append(loss.item())
         assert losses[0] == pytest.approx(losses[1], rel=1e-5, abs=1e-5), length
+    stats = eager_buckets.stats()
     if optimizer == "sgd":
         # (Adam's normalized steps turn float rounding in near-zero gradients into
         # differences of its learning rate; SGD's weights show the gradients themselves.)
         for p, q in zip(model.parameters(), cpu_model.parameters()):
             torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-4, atol=1e-5)
-    stats = eager_buckets.stats()
-    # The first step (the optimizer creates its state: another structure) and the first
-    # of the steady steps run as recorded; from the next on, the step is one function
-    # of the length, compiled once, one program per bucket.
+    # One segment per step, forward and backward: the optimizer's step is not recorded
+    # (its sizes never change), it runs as plain defer_and_fuse. The first step runs as
+    # recorded; from the next on, the step is one function of the length, compiled
+    # once, one program per bucket.
+    assert stats["segments"] == len(lengths)
     assert stats["compiled_functions"] == 1
-    assert stats["bucketed"] == len(lengths) - 2
-    buckets = {1 << (n - 1).bit_length() for n in lengths[2:]}
+    assert stats["bucketed"] == len(lengths) - 1
+    buckets = {1 << (n - 1).bit_length() for n in lengths[1:]}
     (graph,) = [g for g in bucketed.snapshot().values() if g["padded_calls"]]
     assert graph["programs"] <= len(buckets) < len(set(lengths))
     assert graph["exact_calls"] == 0

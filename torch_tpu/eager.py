@@ -137,7 +137,19 @@ def _sync_after_optimizer_step(optimizer, args, kwargs) -> None:
     _C._sync()
 
 
-def _install_optimizer_step_sync() -> None:
-    from torch.optim.optimizer import register_optimizer_step_post_hook
+def _pause_buckets_for_optimizer_step(optimizer, args, kwargs) -> None:
+    """Eager size buckets do not record an optimizer's step (eager_buckets explains why);
+    the post-hook above records again."""
+    if torch.compiler.is_compiling() or _C._get_eager_mode() != "defer_and_fuse":
+        return
+    eager_buckets.pause_for_optimizer_step()
 
+
+def _install_optimizer_step_sync() -> None:
+    from torch.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
+
+    register_optimizer_step_pre_hook(_pause_buckets_for_optimizer_step)
     register_optimizer_step_post_hook(_sync_after_optimizer_step)

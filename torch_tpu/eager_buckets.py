@@ -71,7 +71,7 @@ def _is_tpu(x: Any) -> bool:
 class _Op:
     func: Any  # an OpOverload
     args: Any  # the flattened arguments, with tensors as ("v", name) and ints as ("i", k)
-    spec: Any  # pytree spec of (args, kwargs)
+    spec: Any  # how the leaves nest in (args, kwargs): see _flatten
     outputs: list[str]  # value names of the results (tensors), in order
     single: bool  # the op returns one tensor (not a tuple/list)
     computes: bool = True  # False for a view (made when recorded)
@@ -143,7 +143,7 @@ class _Segment:
             args.append(("i", len(self.ints)))
             self.ints.append(int(x))
         rank = t.dim()
-        spec = pytree.tree_flatten(((0, list(range(rank)), list(range(rank)), 0), {}))[1]
+        spec = _flatten((0, list(range(rank)), list(range(rank)), 0), {})[1]
         name = self.new_value(t, owner=False)
         self.ops.append(_Op(aten.as_strided.default, args, spec, [name], True, False))
         return name
@@ -184,6 +184,9 @@ class _Recorder(TorchDispatchMode):
         self.shapes: dict[str, _Shape] = {}
         self.stats = {"segments": 0, "exact": 0, "bucketed": 0, "compiled_functions": 0}
         self.said: set[tuple[str, str]] = set()  # ops logged as ending a segment, and why
+        # True during an optimizer's step: its ops run as plain defer_and_fuse, unrecorded
+        # (parameters never change size; recording them would only add host time).
+        self.paused = False
 
     # --- recording --------------------------------------------------------------------
 
@@ -193,7 +196,9 @@ class _Recorder(TorchDispatchMode):
             if self.segment.ops:
                 self.flush()  # (a mode switched on this thread alone)
             return func(*args, **kwargs)
-        flat, spec = pytree.tree_flatten((args, kwargs))
+        if self.paused:
+            return func(*args, **kwargs)
+        flat, spec = _flatten(args, kwargs)
         if not any(_is_tpu(x) for x in flat) and not _creates_on_tpu(kwargs):
             return func(*args, **kwargs)
         with self.lock:
@@ -424,6 +429,70 @@ def _over(ref: weakref.ref, storage: Any, meta: tuple) -> torch.Tensor:
         return t
     shape, stride, dtype, device = meta
     return torch.empty(0, dtype=dtype, device=device).set_(storage, 0, shape, stride)
+
+
+def _flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any]:
+    """The leaves of (args, kwargs) and how they nest, as pytree would flatten them (only
+    exact lists and tuples are containers) but without its generic walk: this runs for
+    every operator while recording. ATen arguments nest one level (a list of tensors or
+    sizes); deeper nesting falls back to pytree."""
+    flat: list[Any] = []
+    arg_kinds: list[Any] = []
+    for a in args:
+        kind = type(a)
+        if kind is list or kind is tuple:
+            for x in a:
+                if type(x) in (list, tuple, dict):
+                    return _flatten_with_pytree(args, kwargs)
+            flat.extend(a)
+            arg_kinds.append((kind, len(a)))
+        elif kind is dict:
+            return _flatten_with_pytree(args, kwargs)
+        else:
+            flat.append(a)
+            arg_kinds.append(None)
+    kw_kinds: list[Any] = []
+    for key, a in kwargs.items():
+        kind = type(a)
+        if kind is list or kind is tuple:
+            for x in a:
+                if type(x) in (list, tuple, dict):
+                    return _flatten_with_pytree(args, kwargs)
+            flat.extend(a)
+            kw_kinds.append((key, (kind, len(a))))
+        elif kind is dict:
+            return _flatten_with_pytree(args, kwargs)
+        else:
+            flat.append(a)
+            kw_kinds.append((key, None))
+    return flat, (tuple(arg_kinds), tuple(kw_kinds))
+
+
+def _flatten_with_pytree(args: tuple, kwargs: dict) -> tuple[list[Any], Any]:
+    flat, spec = pytree.tree_flatten((args, kwargs))
+    return flat, spec
+
+
+def _unflatten(leaves: list[Any], spec: Any) -> tuple[list[Any], dict[str, Any]]:
+    """(args, kwargs) again from leaves and the nesting _flatten gave."""
+    if isinstance(spec, pytree.TreeSpec):
+        args, kwargs = pytree.tree_unflatten(leaves, spec)
+        return list(args), kwargs
+    arg_kinds, kw_kinds = spec
+    position = 0
+
+    def take(kind):
+        nonlocal position
+        if kind is None:
+            position += 1
+            return leaves[position - 1]
+        container, n = kind
+        position += n
+        return container(leaves[position - n : position])
+
+    args = [take(kind) for kind in arg_kinds]
+    kwargs = {key: take(kind) for key, kind in kw_kinds}
+    return args, kwargs
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -666,7 +735,7 @@ def _source(segment: _Segment, live, dynamic, expressions, float_params) -> str:
 
     for k, op in enumerate(segment.ops):
         leaves = [_Source(arg_source(item)) for item in op.args]
-        call_args, call_kwargs = pytree.tree_unflatten(leaves, op.spec)
+        call_args, call_kwargs = _unflatten(leaves, op.spec)
         text = ", ".join(
             [repr(a) for a in call_args] + [f"{key}={v!r}" for key, v in call_kwargs.items()]
         )
@@ -751,9 +820,22 @@ def dynamic_buckets_enabled() -> bool:
 
 
 def flush() -> None:
-    """Runs what is recorded (``torch.tpu.synchronize()`` and ``torch_tpu.sync()`` do)."""
+    """Runs what is recorded (``torch.tpu.synchronize()`` and ``torch_tpu.sync()`` do),
+    and records again if an optimizer's step paused recording (its post-hook flushes)."""
     if _recorder is not None:
         _recorder.flush()
+        _recorder.paused = False
+
+
+def pause_for_optimizer_step() -> None:
+    """An optimizer's step is about to run (its pre-hook): what is recorded runs, and the
+    step's ops run as plain defer_and_fuse until the next flush(). Parameters and their
+    states have fixed sizes, so there is nothing to bucket, and recording a step only to
+    run it op by op again would double its host time. A step that raises leaves recording
+    paused until the next flush: slower, never wrong."""
+    if _recorder is not None:
+        _recorder.flush()
+        _recorder.paused = True
 
 
 def stats() -> dict[str, int]:
