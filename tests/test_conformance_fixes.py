@@ -733,3 +733,16 @@ def test_ctc_loss_with_an_empty_target_last():
             log_probs.to(TPU), targets.to(TPU), [50] * 3, lengths, reduction="none"
         )
         torch.testing.assert_close(actual.cpu(), expected)
+
+
+def test_pow_of_a_scalar_into_an_out_tensor():
+    """pow.Scalar_out had no tpu kernel: the CPU fallback refused a ComplexHalf result."""
+    exponent = torch.tensor([0.0, 1.0, -1.5, 2.0, 0.25], dtype=torch.half)
+    for base in (2.2 - 1.6j, 0.5j, 3.0):
+        expected = torch.pow(base, exponent.to(torch.float32 if base == 3.0 else torch.complex64))
+        out = torch.empty(0, dtype=torch.result_type(base, exponent), device=TPU)
+        assert torch.pow(base, exponent.to(TPU), out=out) is out
+        torch.testing.assert_close(out.cpu().to(expected.dtype), expected, rtol=2e-3, atol=2e-3)
+    out = torch.empty(5, dtype=torch.float32, device=TPU)
+    torch.pow(2, torch.arange(5.0, device=TPU), out=out)
+    same(out, torch.pow(2, torch.arange(5.0)))

@@ -216,6 +216,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
            return binary_out("aten::pow.Tensor_Scalar_out", &binary::pow, BinaryKind::Numeric,
                              TPU_TENSOR(self), TPU_SCALAR(exponent), out);
          });
+  m.impl("pow.Scalar_out",
+         [](const c10::Scalar& self, const at::Tensor& exponent, at::Tensor& out) -> at::Tensor& {
+           return binary_out("aten::pow.Scalar_out", &binary::pow, BinaryKind::Numeric,
+                             TPU_SCALAR(self), TPU_TENSOR(exponent), out);
+         });
   m.impl("pow_.Tensor", [](at::Tensor& self, const at::Tensor& exponent) -> at::Tensor& {
     return binary_in_place("aten::pow_.Tensor", &binary::pow, BinaryKind::Numeric, self,
                            TPU_TENSOR(exponent));
