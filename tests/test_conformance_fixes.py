@@ -746,3 +746,14 @@ def test_pow_of_a_scalar_into_an_out_tensor():
     out = torch.empty(5, dtype=torch.float32, device=TPU)
     torch.pow(2, torch.arange(5.0, device=TPU), out=out)
     same(out, torch.pow(2, torch.arange(5.0)))
+
+
+INF = float("inf")
+EXTREMES = [INF, -INF, NAN, 0.0, -1.5, 2.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_exp_of_complex_infinities_and_nan(dtype):
+    """exp(-inf + i y) is 0 for an infinite or NaN y too (XLA made NaN of it)."""
+    z = torch.tensor([complex(re, im) for re in EXTREMES for im in EXTREMES], dtype=dtype)
+    torch.testing.assert_close(torch.exp(z.to(TPU)).cpu(), torch.exp(z), equal_nan=True)

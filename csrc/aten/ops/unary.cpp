@@ -83,7 +83,16 @@ Value sgn(Builder& b, const Value& x) {
   return b.select(b.compare(hlo::Compare::EQ, magnitude, zero), zero,
                   b.binary("divide", x, magnitude));
 }
-Value exp(Builder& b, const Value& x) { return b.unary("exponential", x); }
+// exp(-inf + i y) is 0 for every y, as C's cexp and the CPU have it; XLA's exp(re) * cis(im)
+// makes 0 * NaN = NaN of it where y is infinite or NaN.
+Value exp(Builder& b, const Value& x) {
+  Value e = b.unary("exponential", x);
+  if (!hlo::is_complex(x.element())) return e;
+  Value re = b.complex_parts(x, false);
+  Value zero = splat(b, 0, re);
+  Value vanishes = b.compare(hlo::Compare::EQ, re, splat(b, -INFINITY, re));
+  return b.select(vanishes, b.make_complex(zero, zero), e);
+}
 Value expm1(Builder& b, const Value& x) { return b.unary("exponential_minus_one", x); }
 Value log(Builder& b, const Value& x) { return b.unary("log", x); }
 Value log1p(Builder& b, const Value& x) { return hlo::log_plus_one(b, x); }
