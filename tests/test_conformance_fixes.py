@@ -757,3 +757,24 @@ def test_exp_of_complex_infinities_and_nan(dtype):
     """exp(-inf + i y) is 0 for an infinite or NaN y too (XLA made NaN of it)."""
     z = torch.tensor([complex(re, im) for re in EXTREMES for im in EXTREMES], dtype=dtype)
     torch.testing.assert_close(torch.exp(z.to(TPU)).cpu(), torch.exp(z), equal_nan=True)
+
+
+def extremal_pairs(dtype):
+    """Every (a, b) with a and b complex numbers built from EXTREMES, and random ones."""
+    values = torch.tensor([complex(re, im) for re in EXTREMES for im in EXTREMES], dtype=dtype)
+    a, b = torch.meshgrid(values, values, indexing="ij")
+    g = torch.Generator().manual_seed(0)
+    noise = [torch.randn(64, dtype=dtype, generator=g) * 10000 for _ in range(2)]
+    return torch.cat([a.flatten(), *noise[:1]]), torch.cat([b.flatten(), *noise[1:]])
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_logaddexp_of_complex_numbers(dtype):
+    a, b = extremal_pairs(dtype)
+    torch.testing.assert_close(
+        torch.logaddexp(a.to(TPU), b.to(TPU)).cpu(), torch.logaddexp(a, b), equal_nan=True
+    )
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexHalf'"):
+        torch.logaddexp(*(torch.ones(2, dtype=torch.complex32, device=TPU) for _ in range(2)))
+    with pytest.raises(NotImplementedError, match="logaddexp2_cpu.* not implemented for 'Complex"):
+        torch.logaddexp2(a.to(TPU), b.to(TPU))

@@ -100,6 +100,12 @@ Types types_for(BinaryKind kind, c10::ScalarType common, const char* name) {
       TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(common), "\"", name,
                                   "_cpu\" not implemented for '", c10::toString(common), "'");
       return {common, common};
+    case BinaryKind::FloatOrComplex:
+      TORCH_CHECK_NOT_IMPLEMENTED(c10::isFloatingType(common) || common == c10::kComplexFloat ||
+                                      common == c10::kComplexDouble,
+                                  "\"", name, "_cpu\" not implemented for '", c10::toString(common),
+                                  "'");
+      return {common, common};
     case BinaryKind::Integral:
       TORCH_CHECK_NOT_IMPLEMENTED(!is_float_like(common), "\"", name,
                                   "_cpu\" not implemented for '", c10::toString(common), "'");

@@ -7,10 +7,20 @@ namespace tpu::aten {
 
 // binary.cpp: (aten name, kind, overloads). Kinds: Common computes and returns the
 // promoted dtype (Numeric: and rejects bool); Compare/Logical return bool; Float promotes integers
-// to float; FloatOnly rejects integer and bool dtypes; Integral rejects floating dtypes. Overload
+// to float; FloatOnly rejects integer, bool and complex dtypes (FloatOrComplex integer, bool and
+// complex32, as the CPU's kernel does); Integral rejects floating dtypes. Overload
 // sets: TS = .Tensor/.Scalar (+ _out and in-place), T = Tensor only (name, name.out, name_),
 // TO = T without the in-place form.
-enum class BinaryKind { Common, Numeric, Compare, Logical, Float, FloatOnly, Integral };
+enum class BinaryKind {
+  Common,
+  Numeric,
+  Compare,
+  Logical,
+  Float,
+  FloatOnly,
+  FloatOrComplex,
+  Integral
+};
 // clang-format off
 #define TPU_BINARY_OPS(_) \
   _(eq, Compare, TS) _(ne, Compare, TS) _(lt, Compare, TS) _(le, Compare, TS) \
@@ -18,7 +28,7 @@ enum class BinaryKind { Common, Numeric, Compare, Logical, Float, FloatOnly, Int
   _(bitwise_and, Integral, TS) _(bitwise_or, Integral, TS) _(bitwise_xor, Integral, TS) \
   _(maximum, Common, T) _(minimum, Common, T) _(atan2, Float, T) \
   _(logical_and, Logical, T) _(logical_or, Logical, T) _(logical_xor, Logical, T) \
-  _(logaddexp, FloatOnly, TO) _(logaddexp2, FloatOnly, TO) _(fmax, Common, TO) \
+  _(logaddexp, FloatOrComplex, TO) _(logaddexp2, FloatOnly, TO) _(fmax, Common, TO) \
   _(fmin, Common, TO) _(hypot, FloatOnly, T) _(copysign, Float, none) \
   _(nextafter, FloatOnly, T) _(xlog1py, Float, none)
 // clang-format on

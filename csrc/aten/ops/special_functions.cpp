@@ -172,8 +172,36 @@ Value sinc(Builder& b, const Value& x) {
 
 namespace binary {
 
+namespace {
+
+// ATen's complex _log_add_exp_helper: with min and max ordered by their real parts,
+// log1p(exp(min - max)) + max; NaN + NaN i when either holds a NaN; and where both real parts
+// are the same infinity, min for -inf (exp of either is 0) and log(exp(min) + exp(max)) for +inf.
+Value complex_logaddexp(Builder& b, const Value& x, const Value& y) {
+  auto has_nan = [&](const Value& z) {
+    Value re = b.complex_parts(z, false), im = b.complex_parts(z, true);
+    return b.binary("or", b.compare(Compare::NE, re, re), b.compare(Compare::NE, im, im));
+  };
+  Value x_first = b.compare(Compare::LT, b.complex_parts(x, false), b.complex_parts(y, false));
+  Value min = b.select(x_first, x, y), max = b.select(x_first, y, x);
+  Value min_re = b.complex_parts(min, false), max_re = b.complex_parts(max, false);
+  // unary::exp: exp(-inf + i y) must be 0 for an infinite y too (max = inf + inf i).
+  Value r = add(b, hlo::log_plus_one(b, unary::exp(b, sub(b, min, max))), max);
+  Value both_infinite =
+      b.binary("and", b.compare(Compare::EQ, min_re, max_re),
+               b.compare(Compare::EQ, b.unary("abs", min_re), splat(b, kInfinity, min_re)));
+  Value infinite_sum = b.unary("log", add(b, unary::exp(b, min), unary::exp(b, max)));
+  Value negative = b.compare(Compare::LT, min_re, splat(b, 0, min_re));
+  r = b.select(both_infinite, b.select(negative, min, infinite_sum), r);
+  Value nan = splat(b, std::nan(""), min_re);
+  return b.select(b.binary("or", has_nan(x), has_nan(y)), b.make_complex(nan, nan), r);
+}
+
+}  // namespace
+
 // max(a, b) + log1p(exp(-|a - b|)), and a itself when both are the same infinity.
 Value logaddexp(Builder& b, const Value& x, const Value& y) {
+  if (hlo::is_complex(x.element())) return complex_logaddexp(b, x, y);
   Value m = b.binary("maximum", x, y);
   Value r = add(b, m,
                 hlo::log_plus_one(
