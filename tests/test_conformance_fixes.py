@@ -778,3 +778,13 @@ def test_logaddexp_of_complex_numbers(dtype):
         torch.logaddexp(*(torch.ones(2, dtype=torch.complex32, device=TPU) for _ in range(2)))
     with pytest.raises(NotImplementedError, match="logaddexp2_cpu.* not implemented for 'Complex"):
         torch.logaddexp2(a.to(TPU), b.to(TPU))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_sgn_and_abs_of_large_complex_numbers(dtype):
+    """|z| as re^2 + im^2 overflowed float32 from 2^64 on: sgn gave 0 and abs inf."""
+    big = torch.finfo(torch.float32 if dtype == torch.complex64 else torch.float64).max / 4
+    parts = [big, -big, 1e20, -3e25, 1e-30, 0.0, 2.0, INF, NAN]
+    z = torch.tensor([complex(re, im) for re in parts for im in parts], dtype=dtype)
+    for op in (torch.sgn, torch.abs):
+        torch.testing.assert_close(op(z.to(TPU)).cpu(), op(z), equal_nan=True)

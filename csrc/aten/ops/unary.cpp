@@ -50,10 +50,8 @@ namespace unary {
 
 Value abs(Builder& b, const Value& x) {
   if (hlo::is_complex(x.element())) {  // the magnitude, a real number
-    Value re = b.complex_parts(x, false);
-    Value im = b.complex_parts(x, true);
-    return b.unary("sqrt",
-                   b.binary("add", b.binary("multiply", re, re), b.binary("multiply", im, im)));
+    // hypot's scaled form: re^2 + im^2 overflows float32 from |z| = 2^64 on.
+    return binary::hypot(b, b.complex_parts(x, false), b.complex_parts(x, true));
   }
   return x.element() == hlo::ElementType::Pred || hlo::is_unsigned_int(x.element())
              ? x
@@ -75,13 +73,16 @@ Value sign(Builder& b, const Value& x) {
   }
   return b.unary("sign", x);
 }
-// sign for real numbers; x / |x| (0 at 0) for complex ones.
+// sign for real numbers; x / |x| (0 at 0) for complex ones, each part divided by the real |x|
+// (a complex division would square |x| and overflow for large x).
 Value sgn(Builder& b, const Value& x) {
   if (!hlo::is_complex(x.element())) return sign(b, x);
-  Value magnitude = b.convert(abs(b, x), x.element());
-  Value zero = splat(b, 0, x);
-  return b.select(b.compare(hlo::Compare::EQ, magnitude, zero), zero,
-                  b.binary("divide", x, magnitude));
+  Value magnitude = abs(b, x);
+  Value re = b.binary("divide", b.complex_parts(x, false), magnitude);
+  Value im = b.binary("divide", b.complex_parts(x, true), magnitude);
+  Value zero = splat(b, 0, magnitude);
+  Value at_zero = b.compare(hlo::Compare::EQ, magnitude, zero);
+  return b.make_complex(b.select(at_zero, zero, re), b.select(at_zero, zero, im));
 }
 // exp(-inf + i y) is 0 for every y, as C's cexp and the CPU have it; XLA's exp(re) * cis(im)
 // makes 0 * NaN = NaN of it where y is infinite or NaN.
