@@ -169,3 +169,60 @@ def test_the_environment_switch_is_checked(monkeypatch):
     monkeypatch.setenv("TORCH_TPU_EAGER_BUCKETS", "yes")
     with pytest.raises(ValueError, match="TORCH_TPU_EAGER_BUCKETS"):
         eager_buckets._configure_from_environment()
+
+
+def test_a_segment_run_op_by_op_takes_each_segments_own_integers():
+    # The input's shape never changes, only the slice's end (and a factory's size): the
+    # segment runs op by op, and must not replay the first segment's integers.
+    base = torch.arange(12.0).reshape(2, 6)
+    x = base.to("tpu")
+    for k in (2, 4, 5, 3):
+        out = ((x[:, :k] * 2 + 1) * 3).sum()
+        assert out.item() == ((base[:, :k] * 2 + 1) * 3).sum().item(), k
+    for n in (3, 5, 4):
+        assert torch.ones(n, device="tpu").sum().item() == n
+
+
+def test_in_place_size_changes_and_resizing_out_arguments_keep_eager_semantics():
+    y = torch.arange(3.0).to("tpu") * 2
+    y.unsqueeze_(0)
+    assert tuple(y.shape) == (1, 3)
+    assert (y + 1).cpu().tolist() == [[1.0, 3.0, 5.0]]
+    a = torch.ones(3, device="tpu") * 2
+    c = torch.empty(0, device="tpu")
+    torch.add(a, a, out=c)
+    assert tuple(c.shape) == (3,)
+    assert c.cpu().tolist() == [4.0, 4.0, 4.0]
+
+
+def test_a_cpu_scalar_changed_after_it_was_recorded_is_read_as_it_was():
+    x = torch.arange(3.0).to("tpu")
+    step = torch.tensor(1.0)
+    r = (x * step + 1) * 2
+    step += 10
+    assert r.sum().item() == ((torch.arange(3.0) * 1 + 1) * 2).sum().item()
+
+
+def test_arguments_that_nest_differently_are_different_segments():
+    # avg_pool2d(x, (2, 3)) and avg_pool2d(x, (2,), (3,)) flatten to the same leaves.
+    x = torch.randn(1, 1, 6, 9)
+    for _ in range(2):
+        for args in (((2, 3),), ((2,), (3,))):
+            out = (F.avg_pool2d(x.to("tpu"), *args) * 2 + 1).sum()
+            assert out.item() == pytest.approx((F.avg_pool2d(x, *args) * 2 + 1).sum().item())
+
+
+def test_results_of_a_segment_that_failed_to_run_raise_when_read(monkeypatch):
+    def failing(*args, **kwargs):
+        def segment(*values):
+            raise RuntimeError("the device ran out of memory")
+
+        return segment
+
+    monkeypatch.setattr(eager_buckets, "_function", failing)
+    t = torch.ones(4, device="tpu") * 3
+    u = (t + 1) * 2
+    with pytest.raises(RuntimeError, match="ran out of memory"):
+        u.sum().item()
+    with pytest.raises(RuntimeError, match="has no value.*ran out of memory"):
+        t.cpu()

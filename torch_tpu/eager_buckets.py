@@ -28,9 +28,11 @@ never computed.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,6 +63,7 @@ _SEGMENT_LIMIT = 20000  # ops in one segment before it runs anyway (a loop that 
 _MIN_BUCKETED_OPS = 3
 _HISTORY = 6  # segments of one structure whose integers a fit must reproduce
 _MAX_FITS = 6  # fits of one structure before it is left to run as recorded
+_MAX_STRUCTURES = 256  # structures remembered (the oldest is forgotten past it)
 
 
 def _is_tpu(x: Any) -> bool:
@@ -187,6 +190,9 @@ class _Recorder(TorchDispatchMode):
         # True during an optimizer's step: its ops run as plain defer_and_fuse, unrecorded
         # (parameters never change size; recording them would only add host time).
         self.paused = False
+        # Storages of results whose segment raised when it ran (an out-of-memory, a bad
+        # index), with the error: reading one raises instead of returning garbage.
+        self.failed: dict[int, tuple[Any, str]] = {}
 
     # --- recording --------------------------------------------------------------------
 
@@ -200,7 +206,13 @@ class _Recorder(TorchDispatchMode):
             return func(*args, **kwargs)
         flat, spec = _flatten(args, kwargs)
         if not any(_is_tpu(x) for x in flat) and not _creates_on_tpu(kwargs):
+            if self.segment.cpu_tensors and func._schema.is_mutable:
+                # A CPU scalar the segment reads is about to change (`step += 1`): the
+                # segment must see its value as it was when recorded.
+                self._flush_if_writes_cpu_operand(func, args, kwargs)
             return func(*args, **kwargs)
+        if self.failed:
+            self._raise_if_failed(flat)
         with self.lock:
             name = func._schema.name
             if name in _METADATA_OPS:
@@ -220,6 +232,23 @@ class _Recorder(TorchDispatchMode):
                 _log(f"eager buckets: {name} ends the recorded segment and runs now: {why}")
             self.flush()
             return func(*args, **kwargs)
+
+    def _flush_if_writes_cpu_operand(self, func, args, kwargs) -> None:
+        operands = {_storage_key(t) for t in self.segment.cpu_tensors}
+        written = _mutated_results(func, args, kwargs)
+        written = [written] if isinstance(written, torch.Tensor) else list(written or ())
+        if any(isinstance(t, torch.Tensor) and _storage_key(t) in operands for t in written):
+            self.flush()
+
+    def _raise_if_failed(self, flat) -> None:
+        for x in flat:
+            if isinstance(x, torch.Tensor) and x.device.type == "tpu":
+                entry = self.failed.get(_storage_key(x))
+                if entry is not None:
+                    raise RuntimeError(
+                        "this tensor has no value: the eager segment that computes it "
+                        f"failed when it ran ({entry[1]})"
+                    )
 
     def _record(self, func, flat, spec, args, kwargs):
         segment = self.segment
@@ -259,6 +288,8 @@ class _Recorder(TorchDispatchMode):
         elif mutated:
             # In place or out=: the results are the mutated arguments.
             result = _mutated_results(func, args, kwargs)
+            if any(a.kwarg_only for a in mutated):
+                _check_out_keeps_its_sizes(func, flat, spec, args, kwargs, result)
             outs = (
                 []
                 if result is None
@@ -300,6 +331,12 @@ class _Recorder(TorchDispatchMode):
                 segment.inputs.clear()
                 return
             self.segment = _Segment()
+            if self.failed:
+                self.failed = {
+                    k: v
+                    for k, v in self.failed.items()
+                    if torch._C._storage_Use_Count(v[0]._cdata) > 1
+                }
             # The recorded ops are autograd's own: they run again below it.
             with _disable_current_modes(), torch.no_grad():
                 self._run(segment)
@@ -312,6 +349,18 @@ class _Recorder(TorchDispatchMode):
             if torch._C._storage_Use_Count(storage._cdata) > 1
         ]
         segment.owners = []
+        try:
+            self._run_live(segment, live)
+        except BaseException as error:
+            # The results still in use never got values: reading one raises this error
+            # again, as defer_and_fuse's failed graphs do, instead of reading garbage.
+            message = f"{type(error).__name__}: {error}"
+            for t, _ in live:
+                storage = t.untyped_storage()
+                self.failed[storage._cdata] = (storage, message)
+            raise
+
+    def _run_live(self, segment: _Segment, live) -> None:
         computes = sum(1 for op in segment.ops if op.computes)
         if computes == 0:
             return  # views only: they were made when recorded, there is nothing to run
@@ -319,7 +368,10 @@ class _Recorder(TorchDispatchMode):
         key = _structure(segment, [n for _, n in live])
         state = self.shapes.get(key)
         if state is None:
-            state = self.shapes[key] = _Shape(label=f"eager segment {len(self.shapes)}")
+            if len(self.shapes) >= _MAX_STRUCTURES:
+                del self.shapes[next(iter(self.shapes))]  # the oldest
+            self.stats["structures"] = self.stats.get("structures", 0) + 1
+            state = self.shapes[key] = _Shape(label=f"eager segment {self.stats['structures'] - 1}")
         outputs = None
         if computes >= _MIN_BUCKETED_OPS and not state.exact_only and state.last_shapes:
             values = self._fit(segment, state, shapes)
@@ -333,7 +385,11 @@ class _Recorder(TorchDispatchMode):
             if state.exact is None:
                 every = tuple(range(len(segment.floats)))
                 state.exact = _function(segment, live, None, None, every)
-            outputs = state.exact(*segment.inputs, *segment.floats, *segment.cpu_tensors)
+            # (Every integer and float is an argument: the function serves every later
+            # segment of this structure, whatever its sizes.)
+            outputs = state.exact(
+                *segment.inputs, *segment.floats, *segment.ints, *segment.cpu_tensors
+            )
         for (t, _), value in zip(live, outputs):
             t.copy_(value)
 
@@ -394,6 +450,9 @@ class _Recorder(TorchDispatchMode):
                 _function(segment, live, state.dynamic, state.expressions, params),
                 backend="tpu",
                 options=self.options or None,
+                # A graph break would run part of the segment before a later part fails
+                # to compile; whole or not at all, so the fallback runs it once.
+                fullgraph=True,
             )
             state.compiled[variables] = fn
             self.stats["compiled_functions"] += 1
@@ -404,9 +463,16 @@ class _Recorder(TorchDispatchMode):
         try:
             floats = [segment.floats[i] for i in params]
             outputs = fn(*segment.inputs, *floats, *segment.cpu_tensors)
-        except Exception as error:  # noqa: BLE001 - any failure: run it as recorded
-            state.exact_only = f"{type(error).__name__}: {error}"
-            _log(f"{state.label} runs as recorded, at exact sizes: {state.exact_only}")
+        except torch._dynamo.exc.TorchDynamoException as error:
+            # It did not compile (a failed run raises as it is: running it again op by op
+            # would not help and could apply its writes twice).
+            state.exact_only = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+            warnings.warn(
+                f"torch_tpu eager buckets: a recorded segment ({len(segment.ops)} ops) did "
+                f"not compile as a function of its sizes and runs at exact sizes, a program "
+                f"per size: {state.exact_only}",
+                stacklevel=2,
+            )
             return None
         self.stats["bucketed"] += 1
         return outputs
@@ -529,6 +595,10 @@ def _not_recordable(func, args, flat, kwargs) -> str:
     tags = func.tags
     if torch.Tag.data_dependent_output in tags or torch.Tag.dynamic_output_shape in tags:
         return "data-dependent"
+    if torch.Tag.inplace_view in tags or func._schema.name in _RESIZING_OPS:
+        # It changes a tensor's sizes in place: a placeholder's metadata would have to
+        # follow, and a real input's would change twice (now and when the segment runs).
+        return "an in-place change of sizes"
     for value in (*args, *kwargs.values()):
         if isinstance(value, (list, tuple)) and any(isinstance(v, float) for v in value):
             # A list of floats (an optimizer's per-parameter step sizes) would be a constant
@@ -541,6 +611,20 @@ def _not_recordable(func, args, flat, kwargs) -> str:
     if len(devices) > 1:
         return "a copy between the host and the device"
     return ""
+
+
+_RESIZING_OPS = {"aten::resize_", "aten::resize_as_", "aten::set_", "aten::_resize_output_"}
+
+
+def _check_out_keeps_its_sizes(func, flat, spec, args, kwargs, result) -> None:
+    """An out= op that would resize its output (``torch.add(a, b, out=empty)``) is not
+    recorded: the placeholder keeps its sizes while recording."""
+    _, metas = _on_meta(func, flat, spec, args, kwargs)
+    outs = [result] if isinstance(result, torch.Tensor) else list(result or ())
+    for t, m in zip(outs, metas):
+        if isinstance(t, torch.Tensor) and isinstance(m, tuple):
+            if tuple(t.shape) != m[0] or (t.numel() > 1 and t.stride() != m[1]):
+                raise _CannotRecord("out= resizes its output")
 
 
 _META_CACHE: dict[tuple, list] = {}
@@ -632,7 +716,7 @@ def _structure(segment: _Segment, live: list[str]) -> str:
         ",".join(live),
     ]
     for op in segment.ops:
-        parts.append(f"{op.func}|{op.args}|{op.outputs}")
+        parts.append(f"{op.func}|{op.args}|{op.spec}|{op.outputs}")
     return "\n".join(parts)
 
 
@@ -704,14 +788,19 @@ def _int_source(expression: tuple) -> str:
 
 
 def _same_float(a: float, b: float) -> bool:
-    return a == b or (a != a and b != b)
+    """Equal as a constant of a program: NaNs alike, -0.0 and 0.0 not."""
+    if a != a or b != b:
+        return a != a and b != b
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
 def _source(segment: _Segment, live, dynamic, expressions, float_params) -> str:
     n_in, n_c = len(segment.inputs), len(segment.cpu_tensors)
+    int_params = [f"i{k}" for k in range(len(segment.ints))] if expressions is None else []
     params = (
         [f"in{i}" for i in range(n_in)]
         + [f"f{i}" for i in float_params]
+        + int_params
         + [f"c{i}" for i in range(n_c)]
     )
     lines = [f"def segment({', '.join(params)}):"]
@@ -725,7 +814,7 @@ def _source(segment: _Segment, live, dynamic, expressions, float_params) -> str:
             return x
         if kind == "i":
             if expressions is None:
-                return str(segment.ints[x])
+                return f"i{x}"
             return _int_source(expressions[x])
         if kind == "f":
             return f"f{x}" if x in float_params else _float_source(segment.floats[x])
