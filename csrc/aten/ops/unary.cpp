@@ -48,11 +48,39 @@ Value round_like(Builder& b, const char* op, const Value& x) {
 
 namespace unary {
 
+namespace {
+
+// |z| = sqrt(re^2 + im^2), the CPU's value to the bit for moderate parts. Where a square would
+// overflow (float32 from |z| = 2^64 on) or lose its bits to underflow, both parts are first
+// scaled by a power of two, which is exact, and the root scaled back. An infinite part gives
+// inf even beside a NaN, as std::hypot does.
+Value complex_magnitude(Builder& b, const Value& z) {
+  Value re = b.complex_parts(z, false), im = b.complex_parts(z, true);
+  const bool wide = re.element() == hlo::ElementType::F64;
+  auto root_of_squares = [&](int exponent) {  // sqrt((re 2^e)^2 + (im 2^e)^2) 2^-e
+    Value x = b.binary("multiply", re, splat(b, std::ldexp(1.0, exponent), re));
+    Value y = b.binary("multiply", im, splat(b, std::ldexp(1.0, exponent), im));
+    Value r =
+        b.unary("sqrt", b.binary("add", b.binary("multiply", x, x), b.binary("multiply", y, y)));
+    return exponent == 0 ? r : b.binary("multiply", r, splat(b, std::ldexp(1.0, -exponent), r));
+  };
+  const int safe = wide ? 500 : 60;  // parts below 2^safe (and above 2^-safe) square safely
+  Value ax = b.unary("abs", re), ay = b.unary("abs", im);
+  Value m = b.binary("maximum", ax, ay);
+  Value r = b.select(b.compare(hlo::Compare::GT, m, splat(b, std::ldexp(1.0, safe), m)),
+                     root_of_squares(wide ? -600 : -80), root_of_squares(0));
+  r = b.select(b.compare(hlo::Compare::LT, m, splat(b, std::ldexp(1.0, -safe), m)),
+               root_of_squares(wide ? 600 : 100), r);
+  Value infinity = splat(b, INFINITY, m);
+  Value infinite = b.binary("or", b.compare(hlo::Compare::EQ, ax, infinity),
+                            b.compare(hlo::Compare::EQ, ay, infinity));
+  return b.select(infinite, infinity, r);
+}
+
+}  // namespace
+
 Value abs(Builder& b, const Value& x) {
-  if (hlo::is_complex(x.element())) {  // the magnitude, a real number
-    // hypot's scaled form: re^2 + im^2 overflows float32 from |z| = 2^64 on.
-    return binary::hypot(b, b.complex_parts(x, false), b.complex_parts(x, true));
-  }
+  if (hlo::is_complex(x.element())) return complex_magnitude(b, x);  // a real number
   return x.element() == hlo::ElementType::Pred || hlo::is_unsigned_int(x.element())
              ? x
              : b.unary("abs", x);
