@@ -201,6 +201,10 @@ def test_a_cpu_scalar_changed_after_it_was_recorded_is_read_as_it_was():
     r = (x * step + 1) * 2
     step += 10
     assert r.sum().item() == ((torch.arange(3.0) * 1 + 1) * 2).sum().item()
+    steps = [torch.tensor(1.0), torch.tensor(2.0)]  # written by an op that returns nothing
+    r = (x * steps[1] + 1) * 2
+    torch._foreach_add_(steps, 10)
+    assert r.sum().item() == ((torch.arange(3.0) * 2 + 1) * 2).sum().item()
 
 
 def test_arguments_that_nest_differently_are_different_segments():

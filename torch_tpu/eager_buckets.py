@@ -235,8 +235,10 @@ class _Recorder(TorchDispatchMode):
 
     def _flush_if_writes_cpu_operand(self, func, args, kwargs) -> None:
         operands = {_storage_key(t) for t in self.segment.cpu_tensors}
-        written = _mutated_results(func, args, kwargs)
-        written = [written] if isinstance(written, torch.Tensor) else list(written or ())
+        written = []
+        for i, name, kwarg_only in _op_info(func).written_arguments:
+            value = kwargs.get(name) if kwarg_only or i >= len(args) else args[i]
+            written.extend(value if type(value) in (list, tuple) else [value])
         if any(isinstance(t, torch.Tensor) and _storage_key(t) in operands for t in written):
             self.flush()
 
@@ -252,7 +254,12 @@ class _Recorder(TorchDispatchMode):
 
     def _record(self, func, flat, spec, args, kwargs):
         segment = self.segment
-        schema = func._schema
+        info = _op_info(func)
+        if info.same_value:
+            # detach/alias: the same value under another tensor (no op to record).
+            result = func(*args, **kwargs)
+            segment.values[id(result)] = (weakref.ref(result), segment.name_of(flat[0]))
+            return result
         encoded = []
         for x in flat:
             if isinstance(x, torch.Tensor):
@@ -275,20 +282,15 @@ class _Recorder(TorchDispatchMode):
                 encoded.append(("k", x))
             else:
                 raise _CannotRecord(f"an argument of type {type(x).__name__}")
-        returns = schema.returns
-        mutated = [
-            a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write
-        ]
-        aliasing = any(r.alias_info is not None for r in returns)
-        if aliasing and not mutated:
+        if info.view:
             # A view: made for real on the placeholder (no value is read).
             result = func(*args, **kwargs)
             outs = [result] if isinstance(result, torch.Tensor) else list(result)
             names = [segment.new_value(t, owner=False) for t in outs]
-        elif mutated:
+        elif info.mutates:
             # In place or out=: the results are the mutated arguments.
             result = _mutated_results(func, args, kwargs)
-            if any(a.kwarg_only for a in mutated):
+            if info.writes_out:
                 _check_out_keeps_its_sizes(func, flat, spec, args, kwargs, result)
             outs = (
                 []
@@ -312,9 +314,8 @@ class _Recorder(TorchDispatchMode):
                 for t in outs
             ]
             result = outs[0] if kind == "single" else list(outs) if kind == "list" else tuple(outs)
-        view = aliasing and not mutated
         single = isinstance(result, torch.Tensor)
-        segment.ops.append(_Op(func, encoded, spec, names, single, not view))
+        segment.ops.append(_Op(func, encoded, spec, names, single, not info.view))
         for t, name in zip(outs, names):
             if isinstance(t, torch.Tensor) and name.startswith("v"):
                 segment.by_storage.setdefault(_storage_key(t), (weakref.ref(t), name))
@@ -589,26 +590,95 @@ def _is_upload(func, flat, kwargs) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class _OpInfo:
+    """What recording needs from an operator's schema and tags, read once per operator
+    (walking a schema from Python costs more than recording the op)."""
+
+    never: str  # why it is never recorded ("" if it may be)
+    view: bool  # returns an alias of an argument and writes none
+    same_value: bool  # detach/alias: the argument's value with its own metadata
+    mutates: bool  # writes an argument (in place or out=)
+    writes_out: bool  # writes a keyword-only (out=) argument
+    # For each return, the position and name of the argument it is (in-place/out= ops).
+    returned_arguments: tuple[tuple[int, str, bool], ...]
+    # The position and name of every argument it writes.
+    written_arguments: tuple[tuple[int, str, bool], ...]
+
+
+_OP_INFO: dict[Any, _OpInfo] = {}
+_SAME_VALUE_OPS = {"aten::detach", "aten::alias"}
+
+
+def _op_info(func) -> _OpInfo:
+    info = _OP_INFO.get(func)
+    if info is not None:
+        return info
+    schema, tags = func._schema, func.tags
+    never = ""
+    if torch.Tag.data_dependent_output in tags or torch.Tag.dynamic_output_shape in tags:
+        never = "data-dependent"
+    elif torch.Tag.inplace_view in tags or schema.name in _RESIZING_OPS:
+        # It changes a tensor's sizes in place: a placeholder's metadata would have to
+        # follow, and a real input's would change twice (now and when the segment runs).
+        never = "an in-place change of sizes"
+    mutated = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    aliasing = any(r.alias_info is not None for r in schema.returns)
+    returned = []
+    for r in schema.returns:
+        for i, a in enumerate(schema.arguments):
+            if (
+                a.alias_info is not None
+                and r.alias_info is not None
+                and a.alias_info.before_set == r.alias_info.before_set
+            ):
+                returned.append((i, a.name, a.kwarg_only))
+                break
+    info = _OpInfo(
+        never=never,
+        view=aliasing and not mutated,
+        same_value=schema.name in _SAME_VALUE_OPS and not mutated,
+        mutates=bool(mutated),
+        writes_out=any(a.kwarg_only for a in mutated),
+        returned_arguments=tuple(returned),
+        written_arguments=tuple(
+            (i, a.name, a.kwarg_only)
+            for i, a in enumerate(schema.arguments)
+            if a.alias_info is not None and a.alias_info.is_write
+        ),
+    )
+    _OP_INFO[func] = info
+    return info
+
+
 def _not_recordable(func, args, flat, kwargs) -> str:
     """Why an op must run now, on values: it reads a value on the host, moves data
     between the host and the device, or makes a result whose size depends on values."""
-    tags = func.tags
-    if torch.Tag.data_dependent_output in tags or torch.Tag.dynamic_output_shape in tags:
-        return "data-dependent"
-    if torch.Tag.inplace_view in tags or func._schema.name in _RESIZING_OPS:
-        # It changes a tensor's sizes in place: a placeholder's metadata would have to
-        # follow, and a real input's would change twice (now and when the segment runs).
-        return "an in-place change of sizes"
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, (list, tuple)) and any(isinstance(v, float) for v in value):
+    never = _op_info(func).never
+    if never:
+        return never
+    for value in args:
+        if type(value) in (list, tuple) and any(type(v) is float for v in value):
             # A list of floats (an optimizer's per-parameter step sizes) would be a constant
             # of the compiled function, a new one every step: it runs deferred as it is.
             return "a list of floats"
-    devices = {x.device.type for x in flat if isinstance(x, torch.Tensor) and x.dim() > 0}
+    for value in kwargs.values():
+        if type(value) in (list, tuple) and any(type(v) is float for v in value):
+            return "a list of floats"
+    host = device = False
+    for x in flat:
+        if isinstance(x, torch.Tensor) and x.dim() > 0:
+            if x.device.type == "tpu":
+                device = True
+            else:
+                host = True
     target = kwargs.get("device")
     if target is not None:
-        devices.add(torch.device(target).type)
-    if len(devices) > 1:
+        if torch.device(target).type == "tpu":
+            device = True
+        else:
+            host = True
+    if host and device:
         return "a copy between the host and the device"
     return ""
 
@@ -683,41 +753,35 @@ def _on_meta(func, flat, spec, args, kwargs) -> list:
 
 def _mutated_results(func, args, kwargs):
     """The arguments an in-place or out= op writes, as the op returns them."""
-    schema = func._schema
-    bound = {}
-    for i, argument in enumerate(schema.arguments):
-        if argument.kwarg_only or i >= len(args):
-            if argument.name in kwargs:
-                bound[argument.name] = kwargs[argument.name]
-        else:
-            bound[argument.name] = args[i]
-    outs = []
-    for r in schema.returns:
-        for argument in schema.arguments:
-            if (
-                argument.alias_info is not None
-                and r.alias_info is not None
-                and argument.alias_info.before_set == r.alias_info.before_set
-            ):
-                outs.append(bound[argument.name])
-                break
-    if not schema.returns:
+    returned = _op_info(func).returned_arguments
+    outs = [
+        kwargs[name] if kwarg_only or i >= len(args) else args[i]
+        for i, name, kwarg_only in returned
+    ]
+    if not func._schema.returns:
         return None
-    if len(schema.returns) == 1:
+    if len(func._schema.returns) == 1:
         return outs[0]
     return tuple(outs)
 
 
-def _structure(segment: _Segment, live: list[str]) -> str:
-    """What a segment does, without its sizes: ops, arguments (ints by position), input
-    ranks and dtypes, which results are live."""
-    parts = [
-        ";".join(f"{len(t.shape)}{t.dtype}" for t in segment.inputs),
-        ",".join(live),
-    ]
-    for op in segment.ops:
-        parts.append(f"{op.func}|{op.args}|{op.spec}|{op.outputs}")
-    return "\n".join(parts)
+def _structure(segment: _Segment, live: list[str]) -> tuple:
+    """What a segment does, without its sizes: ops, arguments (ints by position) and how
+    they nest, input ranks and dtypes, which results are live. A tuple (hashed and
+    compared in C, where formatting it as text cost a millisecond per segment)."""
+    return (
+        tuple((t.dim(), t.dtype) for t in segment.inputs),
+        tuple(live),
+        tuple(
+            (
+                op.func,
+                tuple(op.args),
+                str(op.spec) if isinstance(op.spec, pytree.TreeSpec) else op.spec,
+                tuple(op.outputs),
+            )
+            for op in segment.ops
+        ),
+    )
 
 
 def _fit(history: list[tuple[dict[str, int], list[int]]]) -> list[tuple]:
