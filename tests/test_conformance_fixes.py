@@ -788,3 +788,31 @@ def test_sgn_and_abs_of_large_complex_numbers(dtype):
     z = torch.tensor([complex(re, im) for re in parts for im in parts], dtype=dtype)
     for op in (torch.sgn, torch.abs):
         torch.testing.assert_close(op(z.to(TPU)).cpu(), op(z), equal_nan=True)
+
+
+@pytest.mark.parametrize("qdtype", [torch.quint8, torch.qint8, torch.qint32], ids=str)
+def test_quantized_tensors_on_tpu(qdtype):
+    """Quantized tpu tensors had no kernels at all (not even _empty_affine_quantized)."""
+    x = torch.randn(3, 4, 5)
+    expected = torch.quantize_per_tensor(x, 0.1, 5, qdtype)
+    q = torch.quantize_per_tensor(x.to(TPU), 0.1, 5, qdtype)
+    assert q.device.type == TPU and q.dtype == qdtype and q.is_quantized
+    assert (q.q_scale(), q.q_zero_point(), q.qscheme()) == (0.1, 5, torch.per_tensor_affine)
+    same(q.int_repr(), expected.int_repr())
+    same(q.dequantize(), expected.dequantize())
+    for view in (lambda t: t.flatten(), lambda t: t.flatten(1, 2), lambda t: t.view(12, 5),
+                 lambda t: t.transpose(0, 2), lambda t: t[1:, ::2], lambda t: t.unsqueeze(1)):  # fmt: skip
+        same(view(q).int_repr(), view(expected).int_repr())
+    for dims in ([0], [1, 2], [-1]):
+        same(q.flip(dims).int_repr(), expected.flip(dims).int_repr())
+    same(expected.to(TPU).int_repr(), expected.int_repr())
+    torch.testing.assert_close(q.cpu(), expected)
+    empty = torch._empty_affine_quantized([2, 3], scale=2, zero_point=3, dtype=qdtype, device=TPU)
+    assert empty.shape == (2, 3) and empty.q_scale() == 2 and empty.flatten().shape == (6,)
+    out = torch._empty_affine_quantized(
+        [3, 4, 5], scale=0.1, zero_point=5, dtype=qdtype, device=TPU
+    )
+    out.copy_(x.to(TPU))  # a float source is quantized with out's quantizer, as on the CPU
+    same(out.int_repr(), expected.int_repr())
+    with pytest.raises(RuntimeError, match="please use dequantize"):
+        torch.empty(3, 4, 5, device=TPU).copy_(q)

@@ -60,6 +60,10 @@ void tpu_sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* s
   run_on_cpu(op, stack, c10::DispatchKey::SparseCPU);
 }
 
+void tpu_quantized_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  run_on_cpu(op, stack, c10::DispatchKey::QuantizedCPU);
+}
+
 FallbackMode parse_fallback_mode(const std::string& text) {
   if (text == "warn" || text.empty()) return FallbackMode::Warn;
   if (text == "silent") return FallbackMode::Silent;

@@ -19,5 +19,8 @@ void tpu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // The same for sparse tpu tensors (dispatch key SparsePrivateUse1): the host runs SparseCPU's
 // kernel.
 void tpu_sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The same for quantized tpu tensors (dispatch key QuantizedPrivateUse1): the host runs
+// QuantizedCPU's kernel.
+void tpu_quantized_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 }  // namespace tpu::aten
