@@ -230,3 +230,22 @@ def test_results_of_a_segment_that_failed_to_run_raise_when_read(monkeypatch):
         u.sum().item()
     with pytest.raises(RuntimeError, match="has no value.*ran out of memory"):
         t.cpu()
+
+
+def test_switching_off_under_another_mode_leaves_that_mode_on():
+    from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
+
+    class Counting(TorchDispatchMode):
+        calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Counting.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    with Counting() as counting:
+        torch_tpu.set_dynamic_buckets(False)
+        assert _get_current_dispatch_mode() is counting
+        assert (torch.ones(3, device="tpu") * 2).sum().item() == 6.0
+    assert Counting.calls >= 3
+    torch_tpu.set_dynamic_buckets(False)  # now on top again: taken off its stack
+    assert _get_current_dispatch_mode() is None

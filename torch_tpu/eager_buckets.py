@@ -40,7 +40,11 @@ from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
-from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils._python_dispatch import (
+    TorchDispatchMode,
+    _disable_current_modes,
+    _get_current_dispatch_mode,
+)
 
 from torch_tpu import _C
 
@@ -190,6 +194,7 @@ class _Recorder(TorchDispatchMode):
         # True during an optimizer's step: its ops run as plain defer_and_fuse, unrecorded
         # (parameters never change size; recording them would only add host time).
         self.paused = False
+        self.off = False  # turned off while not on top of its mode stack
         # Storages of results whose segment raised when it ran (an out-of-memory, a bad
         # index), with the error: reading one raises instead of returning garbage.
         self.failed: dict[int, tuple[Any, str]] = {}
@@ -202,7 +207,7 @@ class _Recorder(TorchDispatchMode):
             if self.segment.ops:
                 self.flush()  # (a mode switched on this thread alone)
             return func(*args, **kwargs)
-        if self.paused:
+        if self.paused or self.off:
             return func(*args, **kwargs)
         flat, spec = _flatten(args, kwargs)
         if not any(_is_tpu(x) for x in flat) and not _creates_on_tpu(kwargs):
@@ -939,6 +944,7 @@ def _function(segment: _Segment, live, dynamic, expressions, float_params, code=
 # --- the switch ---------------------------------------------------------------------------
 
 _recorder: _Recorder | None = None
+_stale: list[_Recorder] = []  # turned off, not yet off their mode stack
 
 
 def set_dynamic_buckets(
@@ -954,7 +960,13 @@ def set_dynamic_buckets(
     if _recorder is not None:
         recorder, _recorder = _recorder, None
         recorder.flush()
-        recorder.__exit__(None, None, None)
+        recorder.off = True
+        # (If another mode was pushed above it, or this is another thread, popping would
+        # take that one off: it stays on its stack, passing every op through, until a
+        # later call finds it on top.)
+        _stale.append(recorder)
+    while _stale and _get_current_dispatch_mode() is _stale[-1]:
+        _stale.pop().__exit__(None, None, None)
     if not enabled:
         return
     options = {}
