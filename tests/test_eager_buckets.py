@@ -214,6 +214,9 @@ def test_arguments_that_nest_differently_are_different_segments():
         for args in (((2, 3),), ((2,), (3,))):
             out = (F.avg_pool2d(x.to("tpu"), *args) * 2 + 1).sum()
             assert out.item() == pytest.approx((F.avg_pool2d(x, *args) * 2 + 1).sum().item())
+    pooled = [F.avg_pool2d(x.to("tpu"), *args) for args in (((2, 3),), ((2,), (3,)))]
+    for out, args in zip(pooled, (((2, 3),), ((2,), (3,)))):
+        torch.testing.assert_close(out.cpu(), F.avg_pool2d(x, *args))
 
 
 def test_results_of_a_segment_that_failed_to_run_raise_when_read(monkeypatch):
@@ -249,3 +252,48 @@ def test_switching_off_under_another_mode_leaves_that_mode_on():
     assert Counting.calls >= 3
     torch_tpu.set_dynamic_buckets(False)  # now on top again: taken off its stack
     assert _get_current_dispatch_mode() is None
+
+
+def test_seeding_runs_the_draws_recorded_before_it():
+    torch.manual_seed(0)
+    a = torch.randn(3, device="tpu") * 1
+    torch.manual_seed(0)
+    b = torch.randn(3, device="tpu") * 1
+    assert torch.equal(a.cpu(), b.cpu())
+    state = torch.tpu.get_rng_state()
+    c = torch.rand(4, device="tpu") + 0
+    torch.tpu.set_rng_state(state)
+    d = torch.rand(4, device="tpu") + 0
+    assert torch.equal(c.cpu(), d.cpu())
+
+
+def test_setting_data_after_a_recorded_op_keeps_eager_semantics():
+    w = torch.ones(3, device="tpu")
+    a = w * 2
+    w.data = torch.full((3,), 5.0, device="tpu")
+    b = w + 1
+    assert a.cpu().tolist() == [2.0] * 3 and b.cpu().tolist() == [6.0] * 3
+    layer = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    expected = layer(x).detach()
+    layer_tpu = copy.deepcopy(layer).to("tpu")
+    torch_tpu.sync()
+    y = layer_tpu(x.to("tpu"))
+    layer_tpu.to(torch.float64)  # sets each parameter's .data: y was computed before
+    torch.testing.assert_close(y.detach().cpu(), expected)
+    assert layer_tpu(x.to("tpu", torch.float64)).dtype == torch.float64
+
+
+def test_a_cpu_tensor_written_from_a_tpu_value_is_written_at_once():
+    s = torch.zeros(())
+    s.copy_(torch.ones(4, device="tpu").sum())
+    assert s.item() == 4.0
+
+
+def test_an_op_that_writes_an_argument_and_returns_a_new_tensor_runs():
+    x = torch.linspace(-1, 1, 6)
+    out = F.rrelu(x.to("tpu") * 1.0, lower=0.1, upper=0.3, training=True).cpu()
+    positive = x >= 0
+    torch.testing.assert_close(out[positive], x[positive])
+    slopes = out[~positive] / x[~positive]
+    assert bool(((slopes >= 0.1 - 1e-6) & (slopes <= 0.3 + 1e-6)).all())

@@ -161,23 +161,31 @@ def default_generator(device: Any = None) -> torch.Generator:
     return _C._default_generator(_index(device))
 
 
+# Each call that reads or sets a generator's state first runs the draws recorded under eager
+# size buckets: they happened before it.
+
+
 def manual_seed(seed: int) -> None:
     """Seeds the current tpu device's generator."""
+    _eager_buckets.flush()
     default_generator().manual_seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
     """Seeds the generators of every tpu device."""
+    _eager_buckets.flush()
     for index in range(device_count()):
         default_generator(index).manual_seed(int(seed))
 
 
 def seed() -> None:
     """Seeds the current device's generator with a random number."""
+    _eager_buckets.flush()
     default_generator().seed()
 
 
 def seed_all() -> None:
+    _eager_buckets.flush()
     for index in range(device_count()):
         default_generator(index).seed()
 
@@ -188,10 +196,12 @@ def initial_seed() -> int:
 
 def get_rng_state(device: Any = "tpu") -> torch.Tensor:
     """The generator state of a device, as a uint8 CPU tensor."""
+    _eager_buckets.flush()
     return default_generator(device).get_state()
 
 
 def set_rng_state(new_state: torch.Tensor, device: Any = "tpu") -> None:
+    _eager_buckets.flush()
     default_generator(device).set_state(new_state)
 
 

@@ -110,8 +110,12 @@ class _Shape:
 class _Segment:
     def __init__(self) -> None:
         self.ops: list[_Op] = []
-        self.inputs: list[torch.Tensor] = []  # external tpu tensors, strong refs
-        self.input_names: dict[int, str] = {}
+        # External tpu tensors, as aliases made when first met: the segment reads the
+        # storage it was recorded with even if `t.data = ...` swaps the user's tensor's.
+        self.inputs: list[torch.Tensor] = []
+        # id(user's tensor) -> (name, weak reference to it, its storage when recorded)
+        self.input_names: dict[int, tuple[str, weakref.ref, int]] = {}
+        self.input_ids: list[int] = []
         self.values: dict[int, tuple[weakref.ref, str]] = {}  # id(tensor) -> (ref, name)
         # Placeholders that own their storage, by a weak reference and their storage: a
         # result is needed if anything but the segment still uses its storage (the user's
@@ -139,9 +143,10 @@ class _Segment:
     def rewind(self, mark: tuple[int, ...]) -> None:
         """Forgets what an op that could not be recorded added."""
         ops, inputs, ints, floats, cpu, owners = mark
-        for t in self.inputs[inputs:]:
-            self.input_names.pop(id(t), None)
+        for key in self.input_ids[inputs:]:
+            self.input_names.pop(key, None)
         del self.ops[ops:], self.inputs[inputs:], self.ints[ints:], self.floats[floats:]
+        del self.input_ids[inputs:]
         del self.cpu_tensors[cpu:], self.owners[owners:]
 
     def view_of(self, t: torch.Tensor, base: str) -> str:
@@ -156,26 +161,34 @@ class _Segment:
         return name
 
     def name_of(self, t: torch.Tensor) -> str:
+        # (A tensor whose storage changed since it was named had `.data` set, which no
+        # dispatch shows: it is another value now.)
+        storage = _storage_key(t)
         entry = self.values.get(id(t))
-        if entry is not None and entry[0]() is t:
+        if entry is not None and entry[0]() is t and entry[2] == storage:
             return entry[1]
-        name = self.input_names.get(id(t))
-        if name is not None and self.inputs[int(name[2:])] is t:
-            return name
-        owner = self.by_storage.get(_storage_key(t))
-        if owner is not None and owner[0]() is not None:
+        entry = self.input_names.get(id(t))
+        if entry is not None and entry[1]() is t and entry[2] == storage:
+            return entry[0]
+        owner = self.by_storage.get(storage)
+        if owner is not None:
             # Another tensor over a recorded result's storage (autograd's saved outputs
-            # are such): a view of it.
+            # are such; so is a tensor whose `.data` was set to a result): a view of it.
+            # (The segment holds every storage it named, so the key is not a reused one.)
             return self.view_of(t, owner[1])
         name = f"in{len(self.inputs)}"
-        self.inputs.append(t)
-        self.input_names[id(t)] = name
+        self.inputs.append(t.detach())
+        self.input_ids.append(id(t))
+        self.input_names[id(t)] = (name, weakref.ref(t), storage)
         return name
+
+    def same_value(self, t: torch.Tensor, name: str) -> None:
+        self.values[id(t)] = (weakref.ref(t), name, _storage_key(t))
 
     def new_value(self, t: torch.Tensor, owner: bool) -> str:
         name = f"v{self.count}"
         self.count += 1
-        self.values[id(t)] = (weakref.ref(t), name)
+        self.same_value(t, name)
         if owner:
             meta = (t.shape, t.stride(), t.dtype, t.device)
             self.owners.append((weakref.ref(t), t.untyped_storage(), meta, name))
@@ -263,7 +276,7 @@ class _Recorder(TorchDispatchMode):
         if info.same_value:
             # detach/alias: the same value under another tensor (no op to record).
             result = func(*args, **kwargs)
-            segment.values[id(result)] = (weakref.ref(result), segment.name_of(flat[0]))
+            segment.same_value(result, segment.name_of(flat[0]))
             return result
         encoded = []
         for x in flat:
@@ -294,6 +307,11 @@ class _Recorder(TorchDispatchMode):
             names = [segment.new_value(t, owner=False) for t in outs]
         elif info.mutates:
             # In place or out=: the results are the mutated arguments.
+            for i, name, kwarg_only in info.written_arguments:
+                written = kwargs.get(name) if kwarg_only or i >= len(args) else args[i]
+                for t in written if type(written) in (list, tuple) else (written,):
+                    if isinstance(t, torch.Tensor) and t.device.type != "tpu":
+                        raise _CannotRecord("it writes a CPU tensor")
             result = _mutated_results(func, args, kwargs)
             if info.writes_out:
                 _check_out_keeps_its_sizes(func, flat, spec, args, kwargs, result)
@@ -497,7 +515,7 @@ def _over(ref: weakref.ref, storage: Any, meta: tuple) -> torch.Tensor:
     """The placeholder, or (if only other tensors over its storage are left, as
     autograd's saved outputs) a tensor like it over its storage, to write the result."""
     t = ref()
-    if t is not None:
+    if t is not None and _storage_key(t) == storage._cdata:
         return t
     shape, stride, dtype, device = meta
     return torch.empty(0, dtype=dtype, device=device).set_(storage, 0, shape, stride)
@@ -639,6 +657,8 @@ def _op_info(func) -> _OpInfo:
             ):
                 returned.append((i, a.name, a.kwarg_only))
                 break
+    if not never and mutated and len(returned) != len(schema.returns):
+        never = "it writes an argument and returns a new tensor"
     info = _OpInfo(
         never=never,
         view=aliasing and not mutated,
@@ -706,8 +726,8 @@ _META_CACHE: dict[tuple, list] = {}
 _META_CACHE_LIMIT = 65536
 
 
-def _meta_key(func, flat) -> tuple | None:
-    key: list[Any] = [func]
+def _meta_key(func, flat, spec) -> tuple | None:
+    key: list[Any] = [func, str(spec) if isinstance(spec, pytree.TreeSpec) else spec]
     for x in flat:
         if isinstance(x, torch.Tensor):
             key.append((tuple(x.shape), x.stride(), x.dtype, x.device.type))
@@ -723,7 +743,7 @@ def _meta_key(func, flat) -> tuple | None:
 def _on_meta(func, flat, spec, args, kwargs) -> list:
     """The results' metadata (shape, strides, dtype; or the value of a non-tensor),
     from the op's meta kernel, remembered by the arguments' metadata."""
-    key = _meta_key(func, flat)
+    key = _meta_key(func, flat, spec)
     found = _META_CACHE.get(key) if key is not None else None
     if found is not None:
         return found
