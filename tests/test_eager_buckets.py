@@ -297,3 +297,29 @@ def test_an_op_that_writes_an_argument_and_returns_a_new_tensor_runs():
     torch.testing.assert_close(out[positive], x[positive])
     slopes = out[~positive] / x[~positive]
     assert bool(((slopes >= 0.1 - 1e-6) & (slopes <= 0.3 + 1e-6)).all())
+
+
+def test_a_segment_of_aliases_only_leaves_no_stale_names():
+    x = torch.ones(3, device="tpu") + 0
+    torch_tpu.sync()
+    d = x.detach()  # names x's alias; no op is recorded
+    torch.tpu.synchronize()  # runs a segment with nothing to run
+    assert (x * 2 + d).sum().item() == 9.0
+
+
+def test_bad_arguments_of_in_place_ops_raise_at_the_op():
+    x = torch.randn(4, device="tpu") * 1
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        x.clamp_()
+    with pytest.raises(RuntimeError):
+        x.add_(torch.ones(3, device="tpu"))
+    assert x.shape == (4,) and torch.isfinite(x.cpu()).all()
+
+
+def test_ops_returning_host_values_and_quantized_tensors_run_at_once():
+    x = torch.rand(2, 3, device="tpu") * 1
+    assert x.sparse_dim() == 0 and x.dense_dim() == 2
+    a = torch.rand(3, 4)
+    q = torch.quantize_per_tensor(a.to("tpu") * 1, 0.1, 10, torch.quint8)
+    expected = torch.quantize_per_tensor(a, 0.1, 10, torch.quint8).flip(0).dequantize()
+    torch.testing.assert_close(q.flip(0).dequantize().cpu(), expected)

@@ -282,6 +282,8 @@ class _Recorder(TorchDispatchMode):
         for x in flat:
             if isinstance(x, torch.Tensor):
                 if x.device.type == "tpu":
+                    if x.layout != torch.strided or x.is_quantized:
+                        raise _CannotRecord("a sparse or quantized tensor")
                     encoded.append(("v", segment.name_of(x)))
                 elif x.dim() == 0:
                     encoded.append(("c", len(segment.cpu_tensors)))
@@ -315,6 +317,11 @@ class _Recorder(TorchDispatchMode):
             result = _mutated_results(func, args, kwargs)
             if info.writes_out:
                 _check_out_keeps_its_sizes(func, flat, spec, args, kwargs, result)
+            else:
+                # Its meta kernel checks the arguments (`clamp_()` with no bounds, a
+                # shape that does not broadcast into the written one): a bad one raises
+                # at the op, as in eager, not when the segment runs.
+                _on_meta(func, flat, spec, args, kwargs)
             outs = (
                 []
                 if result is None
@@ -352,7 +359,8 @@ class _Recorder(TorchDispatchMode):
         with self.lock:
             segment = self.segment
             if not segment.ops:
-                segment.inputs.clear()
+                # (Names given so far, to inputs and to detached aliases, go with it.)
+                self.segment = _Segment()
                 return
             self.segment = _Segment()
             if self.failed:
@@ -657,8 +665,18 @@ def _op_info(func) -> _OpInfo:
             ):
                 returned.append((i, a.name, a.kwarg_only))
                 break
+    if not never and "quantize" in schema.name:
+        # (Meta kernels of quantizing ops give float results: quantized ones run now.)
+        never = "it makes or reads quantized tensors"
     if not never and mutated and len(returned) != len(schema.returns):
         never = "it writes an argument and returns a new tensor"
+    if (
+        not never
+        and not mutated
+        and schema.returns
+        and not any("Tensor" in str(r.type) for r in schema.returns)
+    ):
+        never = "it returns no tensor (a value for the host)"
     info = _OpInfo(
         never=never,
         view=aliasing and not mutated,
@@ -708,6 +726,13 @@ def _not_recordable(func, args, flat, kwargs) -> str:
     return ""
 
 
+_QUANTIZED_DTYPES = {
+    torch.quint8,
+    torch.qint8,
+    torch.qint32,
+    torch.quint4x2,
+    torch.quint2x4,
+}
 _RESIZING_OPS = {"aten::resize_", "aten::resize_as_", "aten::set_", "aten::_resize_output_"}
 
 
@@ -760,7 +785,18 @@ def _on_meta(func, flat, spec, args, kwargs) -> list:
         result = func(*margs, **mkwargs)
     except Exception as error:  # noqa: BLE001 - no meta kernel, or bad input: run it now
         raise _CannotRecord(f"its meta kernel raised {type(error).__name__}") from error
-    results = [result] if isinstance(result, torch.Tensor) else list(result)
+    if isinstance(result, torch.Tensor):
+        results = [result]
+    elif isinstance(result, (list, tuple)):
+        results = list(result)
+    else:
+        raise _CannotRecord("a result that is not a tensor")
+    if any(
+        isinstance(m, torch.Tensor)
+        and (m.is_quantized or m.layout != torch.strided or m.dtype in _QUANTIZED_DTYPES)
+        for m in results
+    ):
+        raise _CannotRecord("a sparse or quantized result")
     described = [
         (tuple(m.shape), m.stride(), m.dtype) if isinstance(m, torch.Tensor) else m for m in results
     ]
