@@ -323,3 +323,19 @@ def test_ops_returning_host_values_and_quantized_tensors_run_at_once():
     q = torch.quantize_per_tensor(a.to("tpu") * 1, 0.1, 10, torch.quint8)
     expected = torch.quantize_per_tensor(a, 0.1, 10, torch.quint8).flip(0).dequantize()
     torch.testing.assert_close(q.flip(0).dequantize().cpu(), expected)
+
+
+def test_mask_indexing_and_writes_through_an_index_behave_as_in_eager():
+    x = torch.randn(4, 5)
+    mask = x > 0
+    t = x.to("tpu") * 1
+    torch.testing.assert_close(t[mask.to("tpu")].cpu(), x[mask])
+    t[mask.to("tpu")] = 0.5
+    expected = x.clone()
+    expected[mask] = 0.5
+    torch.testing.assert_close(t.cpu(), expected)
+    r = torch.randn((), device="tpu") * 1
+    with pytest.raises(IndexError):
+        r[torch.tensor(0)] = 8.8
+    with pytest.raises(RuntimeError):
+        r.index_put([], torch.tensor([1.0], device="tpu"), True)

@@ -665,6 +665,10 @@ def _op_info(func) -> _OpInfo:
             ):
                 returned.append((i, a.name, a.kwarg_only))
                 break
+    if not never and schema.name in _INDEX_PUT_OPS:
+        # Their meta kernels check less than the kernels (an empty index list, a 0-d
+        # target): writes through an index run now, with eager's errors at the op.
+        never = "a write through an index"
     if not never and "quantize" in schema.name:
         # (Meta kernels of quantizing ops give float results: quantized ones run now.)
         never = "it makes or reads quantized tensors"
@@ -700,6 +704,14 @@ def _not_recordable(func, args, flat, kwargs) -> str:
     never = _op_info(func).never
     if never:
         return never
+    if (
+        func._schema.name in _INDEXING_OPS
+        and len(args) > 1
+        and type(args[1]) in (list, tuple)
+        and any(isinstance(i, torch.Tensor) and i.dtype in _MASK_DTYPES for i in args[1])
+    ):
+        # A mask selects as many elements as it has true values: a size the host must read.
+        return "a boolean mask index"
     for value in args:
         if type(value) in (list, tuple) and any(type(v) is float for v in value):
             # A list of floats (an optimizer's per-parameter step sizes) would be a constant
@@ -726,6 +738,21 @@ def _not_recordable(func, args, flat, kwargs) -> str:
     return ""
 
 
+_INDEXING_OPS = {
+    "aten::index",
+    "aten::index_put",
+    "aten::index_put_",
+    "aten::_index_put_impl_",
+    "aten::_unsafe_index",
+    "aten::_unsafe_index_put",
+}
+_MASK_DTYPES = (torch.bool, torch.uint8)
+_INDEX_PUT_OPS = {
+    "aten::index_put",
+    "aten::index_put_",
+    "aten::_index_put_impl_",
+    "aten::_unsafe_index_put",
+}
 _QUANTIZED_DTYPES = {
     torch.quint8,
     torch.qint8,
