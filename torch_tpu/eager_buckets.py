@@ -535,40 +535,28 @@ def _flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any]:
     every operator while recording. ATen arguments nest one level (a list of tensors or
     sizes); deeper nesting falls back to pytree."""
     flat: list[Any] = []
-    arg_kinds: list[Any] = []
-    for a in args:
-        kind = type(a)
-        if kind is list or kind is tuple:
-            for x in a:
-                if type(x) in (list, tuple, dict):
-                    return _flatten_with_pytree(args, kwargs)
-            flat.extend(a)
-            arg_kinds.append((kind, len(a)))
-        elif kind is dict:
-            return _flatten_with_pytree(args, kwargs)
-        else:
-            flat.append(a)
-            arg_kinds.append(None)
-    kw_kinds: list[Any] = []
-    for key, a in kwargs.items():
-        kind = type(a)
-        if kind is list or kind is tuple:
-            for x in a:
-                if type(x) in (list, tuple, dict):
-                    return _flatten_with_pytree(args, kwargs)
-            flat.extend(a)
-            kw_kinds.append((key, (kind, len(a))))
-        elif kind is dict:
-            return _flatten_with_pytree(args, kwargs)
-        else:
-            flat.append(a)
-            kw_kinds.append((key, None))
+    arg_kinds = [_add_leaves(a, flat) for a in args]
+    kw_kinds = [(key, _add_leaves(a, flat)) for key, a in kwargs.items()]
+    if _NESTED in arg_kinds or any(kind is _NESTED for _, kind in kw_kinds):
+        return pytree.tree_flatten((args, kwargs))
     return flat, (tuple(arg_kinds), tuple(kw_kinds))
 
 
-def _flatten_with_pytree(args: tuple, kwargs: dict) -> tuple[list[Any], Any]:
-    flat, spec = pytree.tree_flatten((args, kwargs))
-    return flat, spec
+_NESTED = object()  # _add_leaves: nested deeper than one level
+
+
+def _add_leaves(a: Any, flat: list[Any]) -> Any:
+    """Appends one argument's leaves to `flat`; returns how they nest (None: a leaf)."""
+    kind = type(a)
+    if kind is list or kind is tuple:
+        if any(type(x) in (list, tuple, dict) for x in a):
+            return _NESTED
+        flat.extend(a)
+        return (kind, len(a))
+    if kind is dict:
+        return _NESTED
+    flat.append(a)
+    return None
 
 
 def _unflatten(leaves: list[Any], spec: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -712,13 +700,10 @@ def _not_recordable(func, args, flat, kwargs) -> str:
     ):
         # A mask selects as many elements as it has true values: a size the host must read.
         return "a boolean mask index"
-    for value in args:
+    for value in (*args, *kwargs.values()):
         if type(value) in (list, tuple) and any(type(v) is float for v in value):
             # A list of floats (an optimizer's per-parameter step sizes) would be a constant
             # of the compiled function, a new one every step: it runs deferred as it is.
-            return "a list of floats"
-    for value in kwargs.values():
-        if type(value) in (list, tuple) and any(type(v) is float for v in value):
             return "a list of floats"
     host = device = False
     for x in flat:

@@ -621,10 +621,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return index_copy_out(self, dim, index, source, out);
   });
   m.impl("index_copy_",
-         [](at::Tensor& self, int64_t dim, const at::Tensor& index,
-            const at::Tensor& source) -> at::Tensor& {
-           return index_copy_out(self, dim, index, source, self);
-         });
+         [](at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source)
+             -> at::Tensor& { return index_copy_out(self, dim, index, source, self); });
   m.impl("index_add.out", TORCH_FN(index_add_out));
   m.impl("index_add", [](const at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Tensor& source, const c10::Scalar& alpha) {
