@@ -2,7 +2,7 @@
 # Sets up a fresh Debian/Ubuntu machine for torch_tpu and builds it:
 #   build tools from Debian (cmake, ninja, ccache, g++, GoogleTest),
 #   torch 2.13.0 and the CPU PJRT plugin from PyPI, then torch_tpu itself.
-# --test also installs what the test suite needs (vLLM included);
+# --test also installs what the test suite needs (vLLM and the TPU and GPU compilers included);
 # --vllm installs vLLM for serving (torch_tpu.serving) without the test tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,11 @@ if [ "${1:-}" = "--test" ]; then
   python_packages+=(torchtitan==0.3.0 triton==3.9.0)
   # torch_tpu.kernels (JAX and Pallas kernels): the [jax] extra, pinned the same.
   python_packages+=(jax==0.10.2 jaxlib==0.10.2)
+  # The accelerator compilers, for compiling every program for TPUs and GPUs without one
+  # (torch_tpu.targets, python -m torch_tpu.target_check): libtpu, the CUDA plugin and the
+  # ptxas it needs. About 370 MB to download; discovery still picks cpu on a machine without
+  # a TPU or GPU.
+  python_packages+=(libtpu==0.0.51 jax-cuda13-pjrt==0.10.2 nvidia-cuda-nvcc==13.0.88)
 fi
 echo "== installing Python packages: ${python_packages[*]}"
 "$PYTHON" -m pip install -q --disable-pip-version-check "${python_packages[@]}"

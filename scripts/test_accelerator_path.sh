@@ -34,6 +34,20 @@ fi
 distributed="test_collectives or test_bad_input or (strict and (ddp or fsdp2 or dtensor))"
 
 export TORCH_TPU_XLA_CPU_SHORTCUTS=0
+# Every program the slice compiles is dumped, then compiled for a TPU and a GPU below.
+programs=$(mktemp -d "${TMPDIR:-/tmp}/torch_tpu_slice_programs.XXXXXX")
+trap 'rm -rf "$programs"' EXIT
+export TORCH_TPU_DUMP_PROGRAMS=$programs
 "$PYTHON" -m pytest -q -p no:cacheprovider "${files[@]}" "$@"
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_opinfo.py -k "$opinfo" "$@"
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_distributed.py -k "$distributed" "$@"
+unset TORCH_TPU_DUMP_PROGRAMS
+
+# The compile half of the accelerator path: each distinct program of the slice compiled for a
+# TPU v6e and an NVIDIA H100 (2x2 and 1x1x4: the distributed tests' collectives span 4 devices)
+# by their own compilers (libtpu, the CUDA plugin), one process per core. Any refusal fails.
+if [ "${TORCH_TPU_SKIP_TARGET_CHECK:-0}" != 1 ]; then
+  echo "== accelerator path: the slice's programs compiled for v6e:2x2 and h100:1x1x4"
+  "$PYTHON" -m torch_tpu.target_check --target v6e:2x2 --target h100:1x1x4 \
+    --programs "$programs" --jobs "$(nproc)" --top 5
+fi

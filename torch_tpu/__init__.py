@@ -25,6 +25,9 @@ _versions.check_cpu_plugin(_PLATFORM)
 
 from torch_tpu import _C  # noqa: E402
 
+if os.environ.get("TORCH_TPU_ALSO_COMPILE_FOR"):
+    # Programs checked for a TPU or GPU must be the ones it runs: no XLA:CPU host kernels.
+    os.environ.setdefault("TORCH_TPU_XLA_CPU_SHORTCUTS", "0")
 _CLIENT_OPTIONS = _plugin.client_options(_PLATFORM)
 if _CLIENT_OPTIONS:
     # The CPU plugin logs every create option at INFO level; that is noise to users.
@@ -83,6 +86,10 @@ distributed._use_rank_device()
 distributed._register()
 _device_module.distributed = distributed  # torch.tpu.distributed, TorchTPU's name
 sys.modules["torch.tpu.distributed"] = distributed
+
+from torch_tpu.targets import environment as _targets_environment  # noqa: E402
+
+_targets_environment.start_from_environment()  # TORCH_TPU_ALSO_COMPILE_FOR=v6e:1x1,h100
 
 from torch_tpu import eager_buckets as _eager_buckets  # noqa: E402
 

@@ -322,9 +322,9 @@ Value Builder::to_float8(const Value& x, ElementType to) {
   const TensorType bytes{ElementType::U8, x.dims()};
   Value nan = splat(fnuz ? 0x80 : 0x7F, ElementType::U8);
   if (!fnuz) {
-    Value sign = binary("shift_right_logical",
-                        bitcast_convert(wide, TensorType{ElementType::U32, x.dims()}),
-                        splat(24, ElementType::U32));  // the top byte: sign and 7 exponent bits
+    Value sign =
+        binary("shift_right_logical", bitcast_convert(wide, TensorType{ElementType::U32, x.dims()}),
+               splat(24, ElementType::U32));  // the top byte: sign and 7 exponent bits
     Value sign_bit = binary("and", convert(sign, ElementType::U8), splat(0x80, ElementType::U8));
     nan = binary("or", nan, sign_bit);
   }
@@ -441,6 +441,10 @@ Value Builder::dot_general(const Value& lhs, const Value& rhs,
       return *call;
     }
   }
+  if (lhs.element() == ElementType::S64 || lhs.element() == ElementType::U64) {
+    return dot_as_multiply_and_sum(lhs, rhs, lhs_batch, rhs_batch, lhs_contract, rhs_contract,
+                                   result);
+  }
   auto contains = [](const std::vector<int64_t>& v, int64_t x) {
     for (int64_t y : v) {
       if (y == x) return true;
@@ -468,6 +472,58 @@ Value Builder::dot_general(const Value& lhs, const Value& rhs,
   field("rhs_contracting_dimensions", rhs_contract);
   return emit("dot_general", {lhs, rhs}, TensorType{result, dims},
               numbers + ">" + precision_config(lhs, rhs));
+}
+
+Value Builder::dot_as_multiply_and_sum(const Value& lhs, const Value& rhs,
+                                       const std::vector<int64_t>& lhs_batch,
+                                       const std::vector<int64_t>& rhs_batch,
+                                       const std::vector<int64_t>& lhs_contract,
+                                       const std::vector<int64_t>& rhs_contract,
+                                       ElementType result) {
+  // Both operands laid out as [batch, free, contract], broadcast into
+  // [batch, lhs free, rhs free, contract], multiplied, and summed over the contracting
+  // dimensions (XLA fuses the product into the sum: nothing that size is stored).
+  auto free_dims = [](const Value& x, const std::vector<int64_t>& batch,
+                      const std::vector<int64_t>& contract) {
+    std::vector<int64_t> free;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      bool used = false;
+      for (int64_t b : batch) used |= b == d;
+      for (int64_t c : contract) used |= c == d;
+      if (!used) free.push_back(d);
+    }
+    return free;
+  };
+  const std::vector<int64_t> lhs_free = free_dims(lhs, lhs_batch, lhs_contract);
+  const std::vector<int64_t> rhs_free = free_dims(rhs, rhs_batch, rhs_contract);
+  const int64_t nb = static_cast<int64_t>(lhs_batch.size());
+  const int64_t nl = static_cast<int64_t>(lhs_free.size());
+  const int64_t nr = static_cast<int64_t>(rhs_free.size());
+  const int64_t nc = static_cast<int64_t>(lhs_contract.size());
+  std::vector<int64_t> full;
+  for (int64_t d : lhs_batch) full.push_back(lhs.dims()[d]);
+  for (int64_t d : lhs_free) full.push_back(lhs.dims()[d]);
+  for (int64_t d : rhs_free) full.push_back(rhs.dims()[d]);
+  for (int64_t d : lhs_contract) full.push_back(lhs.dims()[d]);
+  auto spread = [&](const Value& x, const std::vector<int64_t>& batch,
+                    const std::vector<int64_t>& free, const std::vector<int64_t>& contract,
+                    int64_t free_at) {
+    std::vector<int64_t> order(batch);
+    order.insert(order.end(), free.begin(), free.end());
+    order.insert(order.end(), contract.begin(), contract.end());
+    std::vector<int64_t> into;
+    for (int64_t i = 0; i < nb; ++i) into.push_back(i);
+    for (int64_t i = 0; i < static_cast<int64_t>(free.size()); ++i) into.push_back(free_at + i);
+    for (int64_t i = 0; i < nc; ++i) into.push_back(nb + nl + nr + i);
+    Value cast = x.element() == result ? x : convert(x, result);
+    return broadcast_in_dim(transpose(cast, order), full, into);
+  };
+  Value product = binary("multiply", spread(lhs, lhs_batch, lhs_free, lhs_contract, nb),
+                         spread(rhs, rhs_batch, rhs_free, rhs_contract, nb + nl));
+  if (nc == 0) return product;
+  std::vector<int64_t> summed;
+  for (int64_t i = 0; i < nc; ++i) summed.push_back(nb + nl + nr + i);
+  return reduce(product, constant(0, result), Reduction::Add, summed);
 }
 
 std::string host_matmul_target(bool transpose_lhs, bool transpose_rhs) {

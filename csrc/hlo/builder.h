@@ -181,6 +181,14 @@ class Builder {
     return this->op(op, operands, result, attributes, region);
   }
   std::string name(const Value& v) const;
+  // dot_general of 64-bit integers as a broadcast product summed over the contracting
+  // dimensions: the TPU compiler cannot rewrite a 64-bit dot into 32-bit parts ("X64
+  // rewriting not implemented") but can rewrite multiplies and sums.
+  Value dot_as_multiply_and_sum(const Value& lhs, const Value& rhs,
+                                const std::vector<int64_t>& lhs_batch,
+                                const std::vector<int64_t>& rhs_batch,
+                                const std::vector<int64_t>& lhs_contract,
+                                const std::vector<int64_t>& rhs_contract, ElementType result);
   // The host matmul custom call for dot_general, or nullopt where it does not apply.
   std::optional<Value> host_matmul(const Value& lhs, const Value& rhs,
                                    const std::vector<int64_t>& lhs_batch,

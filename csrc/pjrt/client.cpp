@@ -7,95 +7,6 @@
 
 namespace tpu::pjrt {
 
-namespace {
-void append_varint(std::string* out, uint64_t value) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
-
-std::string device_description_string(const PJRT_Api* api, PJRT_DeviceDescription* description,
-                                      bool kind) {
-  if (kind) {
-    auto args = PJRT_ARGS(PJRT_DeviceDescription_Kind_Args);
-    args.device_description = description;
-    check(api, api->PJRT_DeviceDescription_Kind(&args), "PJRT_DeviceDescription_Kind");
-    return std::string(args.device_kind, args.device_kind_size);
-  }
-  auto args = PJRT_ARGS(PJRT_DeviceDescription_ToString_Args);
-  args.device_description = description;
-  check(api, api->PJRT_DeviceDescription_ToString(&args), "PJRT_DeviceDescription_ToString");
-  return std::string(args.to_string, args.to_string_size);
-}
-}  // namespace
-
-std::string portable_compile_options() {
-  // ExecutableBuildOptionsProto: num_replicas (4) = 1, num_partitions (5) = 1.
-  const std::string build("\x20\x01\x28\x01", 4);
-  // CompileOptionsProto: executable_build_options (3), compile_portable_executable (4) = true.
-  std::string options;
-  options.push_back(0x1a);
-  append_varint(&options, build.size());
-  return options + build + std::string("\x20\x01", 2);
-}
-
-std::string replicated_compile_options(const std::vector<int64_t>& device_ids) {
-  // DeviceAssignmentProto: replica_count (1), computation_count (2) = 1,
-  // computation_devices (3) { replica_device_ids (1): the devices, packed }.
-  std::string ids;
-  for (int64_t id : device_ids) append_varint(&ids, static_cast<uint64_t>(id));
-  std::string computation("\x0a", 1);
-  append_varint(&computation, ids.size());
-  computation += ids;
-  std::string assignment("\x08", 1);
-  append_varint(&assignment, device_ids.size());
-  assignment += std::string("\x10\x01\x1a", 3);
-  append_varint(&assignment, computation.size());
-  assignment += computation;
-  // ExecutableBuildOptionsProto: num_replicas (4), num_partitions (5) = 1,
-  // device_assignment (9).
-  std::string build("\x20", 1);
-  append_varint(&build, device_ids.size());
-  build += std::string("\x28\x01\x4a", 3);
-  append_varint(&build, assignment.size());
-  build += assignment;
-  // CompileOptionsProto: executable_build_options (3); compile_portable_executable unset.
-  std::string options("\x1a", 1);
-  append_varint(&options, build.size());
-  return options + build;
-}
-
-namespace {
-// CompileOptionsProto.env_option_overrides (7) += {name: value}, where `value` is one
-// serialized OptionOverrideProto field; appending a field to a message merges it.
-std::string with_override_field(std::string options, const std::string& name,
-                                const std::string& value) {
-  std::string entry("\x0a", 1);  // the map entry's key (1)
-  append_varint(&entry, name.size());
-  entry += name;
-  entry.push_back(0x12);  // its value (2)
-  append_varint(&entry, value.size());
-  entry += value;
-  options.push_back(0x3a);
-  append_varint(&options, entry.size());
-  return options + entry;
-}
-}  // namespace
-
-std::string with_option_override(std::string options, const std::string& name, int64_t value) {
-  std::string field("\x18", 1);  // OptionOverrideProto.int_field (3)
-  append_varint(&field, static_cast<uint64_t>(value));
-  return with_override_field(std::move(options), name, field);
-}
-
-std::string with_option_override(std::string options, const std::string& name, bool value) {
-  // OptionOverrideProto.bool_field (2).
-  return with_override_field(std::move(options), name,
-                             std::string{'\x10', value ? '\x01' : '\x00'});
-}
-
 void Client::ClientDestroyer::operator()(PJRT_Client* client) const {
   auto args = PJRT_ARGS(PJRT_Client_Destroy_Args);
   args.client = client;
@@ -156,25 +67,7 @@ DeviceInfo Client::device_info(int index) const {
   auto get = PJRT_ARGS(PJRT_Device_GetDescription_Args);
   get.device = device(index);
   check(api, api->PJRT_Device_GetDescription(&get), "PJRT_Device_GetDescription");
-  auto id = PJRT_ARGS(PJRT_DeviceDescription_Id_Args);
-  id.device_description = get.device_description;
-  check(api, api->PJRT_DeviceDescription_Id(&id), "PJRT_DeviceDescription_Id");
-  DeviceInfo info;
-  info.id = id.id;
-  info.kind = device_description_string(api, get.device_description, true);
-  info.description = device_description_string(api, get.device_description, false);
-  auto attributes = PJRT_ARGS(PJRT_DeviceDescription_Attributes_Args);
-  attributes.device_description = get.device_description;
-  check(api, api->PJRT_DeviceDescription_Attributes(&attributes),
-        "PJRT_DeviceDescription_Attributes");
-  for (NamedValue& value : read_named_values(attributes.attributes, attributes.num_attributes)) {
-    if (const auto* scalar = std::get_if<int64_t>(&value.value)) {
-      info.int_attributes[value.name] = {*scalar};
-    } else if (auto* list = std::get_if<std::vector<int64_t>>(&value.value)) {
-      info.int_attributes[value.name] = std::move(*list);
-    }
-  }
-  return info;
+  return read_device_description(api, get.device_description);
 }
 
 std::optional<int64_t> Client::memory_limit(int index) const {

@@ -11,21 +11,14 @@
 #include <vector>
 
 #include "buffer.h"
+#include "compile_options.h"
+#include "device_description.h"
 #include "executable.h"
 #include "key_value_store.h"
 #include "named_value.h"
 #include "plugin.h"
 
 namespace tpu::pjrt {
-
-struct DeviceInfo {
-  int id = 0;
-  std::string kind;         // e.g. "cpu", "TPU v5 lite"
-  std::string description;  // PJRT_DeviceDescription_ToString
-  // The integer attributes the plugin reports (TPU: "coords" {x, y, z}, "core_on_chip",
-  // "slice_index"...), scalars as one-element lists.
-  std::map<std::string, std::vector<int64_t>> int_attributes;
-};
 
 // An option of PJRT_Client_Create: a bool, an integer, a float, a string or a list of
 // integers, such as the CPU plugin's ("cpu_device_count", int64_t{2}) or the GPU plugin's
@@ -120,21 +113,5 @@ class Client {
   std::string platform_name_;
   std::string platform_version_;
 };
-
-// Serialized xla.CompileOptionsProto: one replica, one partition, portable (the
-// device is chosen at execution). The CPU plugin aborts on empty options, so every
-// compile goes through this.
-std::string portable_compile_options();
-
-// Serialized xla.CompileOptionsProto for a program replicated over `device_ids` (PJRT
-// device ids, replica r on device_ids[r]), one partition, not portable: the program of
-// a collective, which each rank launches on its own device of the assignment.
-std::string replicated_compile_options(const std::vector<int64_t>& device_ids);
-
-// `options` (a serialized xla.CompileOptionsProto) with the XLA debug option `name` set
-// to `value` for this compile only (CompileOptionsProto.env_option_overrides, which the
-// plugin applies over its XLA_FLAGS defaults, so every other option keeps its value).
-std::string with_option_override(std::string options, const std::string& name, int64_t value);
-std::string with_option_override(std::string options, const std::string& name, bool value);
 
 }  // namespace tpu::pjrt

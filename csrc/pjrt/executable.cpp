@@ -1,5 +1,6 @@
 #include "executable.h"
 
+#include "compiled_program.h"
 #include "error.h"
 
 namespace tpu::pjrt {
@@ -88,18 +89,7 @@ void Executable::set_pinned(int device, std::unique_ptr<Executable> copy) const 
 std::string Executable::serialize() const {
   const PJRT_Api* api = plugin_->api();
   ExecutableView view = view_of(api, executable_);
-  auto args = PJRT_ARGS(PJRT_Executable_Serialize_Args);
-  args.executable = view.executable;
-  check(api, api->PJRT_Executable_Serialize(&args), "PJRT_Executable_Serialize");
-  // The bytes live until the deleter runs: freed even if copying them throws.
-  struct Deleter {
-    PJRT_SerializedExecutable* executable;
-    void (*deleter)(PJRT_SerializedExecutable*);
-    ~Deleter() {
-      if (deleter != nullptr) deleter(executable);
-    }
-  } owner{args.serialized_executable, args.serialized_executable_deleter};
-  return std::string(args.serialized_bytes, args.serialized_bytes_size);
+  return serialize_executable(api, view.executable);
 }
 
 }  // namespace tpu::pjrt

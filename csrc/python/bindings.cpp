@@ -31,6 +31,7 @@ void register_cache_bindings(py::module& m);        // cache_bindings.cpp
 void register_distributed_bindings(py::module& m);  // distributed_bindings.cpp
 void register_kernel_bindings(py::module& m);       // kernel_bindings.cpp
 void register_replay_bindings(py::module& m);       // replay_bindings.cpp
+void register_target_bindings(py::module& m);       // target_bindings.cpp
 
 namespace {
 
@@ -114,6 +115,7 @@ PYBIND11_MODULE(_C, m) {
   register_distributed_bindings(m);
   register_kernel_bindings(m);
   register_replay_bindings(m);
+  register_target_bindings(m);
   m.def(
       "_initialize",
       [](const std::string& path, const std::vector<pjrt::CreateOption>& options,

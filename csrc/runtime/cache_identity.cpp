@@ -43,23 +43,37 @@ std::string file_fingerprint(const std::string& path) {
 }
 
 std::string cache_identity(const pjrt::Client& client, const std::string& torch_tpu_version) {
-  const pjrt::Plugin& plugin = client.plugin();
+  CacheTarget target{client.plugin(), client.platform_name(), client.platform_version(), ""};
+  if (client.platform_name() != "cpu" && client.device_count() > 0) {
+    target.device_kind = client.device_info(0).kind;
+  }
+  return cache_identity(target, torch_tpu_version);
+}
+
+std::string cache_identity(const CacheTarget& target, const std::string& torch_tpu_version) {
+  const pjrt::Plugin& plugin = target.plugin;
+  const bool cpu = target.platform_name == "cpu";
   std::string identity;
-  identity += "platform=" + client.platform_name() + "\n";
-  identity += "platform_version=" + client.platform_version() + "\n";
+  identity += "platform=" + target.platform_name + "\n";
+  if (cpu) {
+    identity += "platform_version=" + target.platform_version + "\n";
+  } else {
+    identity += "device_kind=" + target.device_kind + "\n";
+  }
   identity += "pjrt_api=" + std::to_string(plugin.api_major()) + "." +
               std::to_string(plugin.api_minor()) + "\n";
   for (const auto& [name, value] : plugin.attributes()) {
     identity += "plugin." + name + "=" + value + "\n";
   }
   identity += "plugin_file=" + file_fingerprint(plugin.path()) + "\n";
-  identity += "op_compile_options=" + hex(compile_options_for(client, ProgramKind::Op)) + "\n";
+  const std::string& platform = target.platform_name;
+  identity += "op_compile_options=" + hex(compile_options_for(platform, ProgramKind::Op)) + "\n";
   identity +=
-      "graph_compile_options=" + hex(compile_options_for(client, ProgramKind::Graph)) + "\n";
+      "graph_compile_options=" + hex(compile_options_for(platform, ProgramKind::Graph)) + "\n";
   identity +=
-      "quick_op_compile_options=" + hex(compile_options_for(client, ProgramKind::QuickOp)) + "\n";
+      "quick_op_compile_options=" + hex(compile_options_for(platform, ProgramKind::QuickOp)) + "\n";
   // Programs compiled for one core hold other code: they must not be mixed with others.
-  if (xla_cpu_shortcuts(client.platform_name()) && one_core_compile_requested()) {
+  if (xla_cpu_shortcuts(target.platform_name) && one_core_compile_requested()) {
     identity += "one_core_compile=1\n";
   }
   identity += "torch_tpu=" + torch_tpu_version + "\n";

@@ -8,9 +8,12 @@
 #include <optional>
 #include <stdexcept>
 
+#include "pjrt/error.h"
+#include "runtime/compile_errors.h"
 #include "runtime/compile_parallelism.h"
 #include "runtime/metrics.h"
 #include "runtime/program_dump.h"
+#include "runtime/target_check.h"
 #include "runtime/xla_cpu_shortcuts.h"
 
 namespace tpu::runtime {
@@ -51,10 +54,26 @@ std::string fast_op_compile_level() {
 std::string quick_key(const std::string& program) { return program + "// tier: quick\n"; }
 }  // namespace
 
+std::string key_with_options(const std::string& program, const std::string& compile_options) {
+  // An MLIR comment, so the key is still the text of a valid module (dumps stay usable).
+  static const char kHex[] = "0123456789abcdef";
+  std::string key = program + "\n// compile options: ";
+  for (unsigned char c : compile_options) {
+    key.push_back(kHex[c >> 4]);
+    key.push_back(kHex[c & 15]);
+  }
+  key.push_back('\n');
+  return key;
+}
+
 std::string compile_options_for(const pjrt::Client& client, ProgramKind kind, std::string base) {
+  return compile_options_for(client.platform_name(), kind, std::move(base));
+}
+
+std::string compile_options_for(const std::string& platform, ProgramKind kind, std::string base) {
   std::string options = std::move(base);
   const std::string level = fast_op_compile_level();
-  if (kind == ProgramKind::Graph || level == "0" || !xla_cpu_shortcuts(client.platform_name())) {
+  if (kind == ProgramKind::Graph || level == "0" || !xla_cpu_shortcuts(platform)) {
     return options;
   }
   options = pjrt::with_option_override(options, "xla_cpu_use_fusion_emitters", false);
@@ -182,14 +201,7 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get(const std::string& program,
                                                     const std::string& label,
                                                     const std::string& compile_options) {
   if (compile_options.empty()) return get(program, label, ProgramKind::Graph);
-  // An MLIR comment, so the key is still the text of a valid module (dumps stay usable).
-  static const char kHex[] = "0123456789abcdef";
-  std::string key = program + "\n// compile options: ";
-  for (unsigned char c : compile_options) {
-    key.push_back(kHex[c >> 4]);
-    key.push_back(kHex[c & 15]);
-  }
-  key.push_back('\n');
+  std::string key = key_with_options(program, compile_options);
   return get_keyed(key, program, label, compile_options);
 }
 
@@ -209,7 +221,8 @@ std::shared_ptr<pjrt::Executable> ProgramCache::get_keyed(const std::string& key
     }
     disk = disk_;
   }
-  dump_program(key, label);
+  const std::string dump_path = dump_program(key, label);
+  target_check().submit(program, label, compile_options, dump_path);
   std::shared_ptr<pjrt::Executable> executable;
   std::string rejected;
   bool from_disk = false;
@@ -314,7 +327,13 @@ std::shared_ptr<pjrt::Executable> ProgramCache::compile(const std::string& progr
   auto start = std::chrono::steady_clock::now();
   std::optional<OneCoreCompile> one_core;
   if (one_core_compile_) one_core.emplace();
-  std::shared_ptr<pjrt::Executable> executable = client_.compile(program, compile_options);
+  std::shared_ptr<pjrt::Executable> executable;
+  try {
+    executable = client_.compile(program, compile_options);
+  } catch (const pjrt::Error& error) {
+    throw pjrt::Error(error.code(),
+                      explain_compile_error(label, client_.platform_name(), program, error.what()));
+  }
   one_core.reset();
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   if (!tier_up) metrics().count_compile(elapsed.count());

@@ -56,6 +56,14 @@ constexpr size_t kQuickOpMaxBytes = 32 * 1024;
 // one; a program pinned to one device loads with its kind's options over that device's).
 std::string compile_options_for(const pjrt::Client& client, ProgramKind kind,
                                 std::string base = pjrt::portable_compile_options());
+// The same for a platform by name ("cpu", "tpu", "cuda"): a compile-only target's options
+// are those its platform's runtime compiles with.
+std::string compile_options_for(const std::string& platform, ProgramKind kind,
+                                std::string base = pjrt::portable_compile_options());
+
+// The key (in memory and on disk) of `program` compiled with its own options (a
+// replicated collective): the text, then a comment naming the options.
+std::string key_with_options(const std::string& program, const std::string& compile_options);
 
 class ProgramCache {
  public:

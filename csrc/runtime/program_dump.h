@@ -6,8 +6,9 @@
 
 namespace tpu::runtime {
 
-// Writes `program` if the variable names a directory; never throws (dumping is a
-// diagnostic: a full disk must not stop the program).
-void dump_program(const std::string& program, const std::string& label);
+// Writes `program` if the variable names a directory and returns the file's path (empty
+// where nothing was written); never throws (dumping is a diagnostic: a full disk must not
+// stop the program).
+std::string dump_program(const std::string& program, const std::string& label);
 
 }  // namespace tpu::runtime

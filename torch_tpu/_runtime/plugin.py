@@ -2,11 +2,14 @@
 
 Order (see DESIGN.md): ``TORCH_TPU_PJRT_PLUGIN`` (a path) wins; else
 ``TORCH_TPU_PLATFORM`` (tpu, cuda or cpu) picks a platform; else the first of
-tpu, cuda, cpu whose plugin package is installed.
+tpu, cuda, cpu whose plugin package is installed and whose device this machine has (libtpu
+and the CUDA plugin are also installed to compile for TPUs and GPUs without one:
+torch_tpu.targets).
 """
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
 
@@ -39,6 +42,47 @@ def _installed_path(platform: str) -> str | None:
     return None
 
 
+# The PCI vendor id of Google's TPU chips (v5e and later show up as PCI devices bound to vfio).
+_GOOGLE_PCI_VENDOR = "0x1ae0"
+
+
+def tpu_present(root: str = "/") -> bool:
+    """Whether this machine has a TPU, looked for as JAX's cloud-TPU start-up does, without
+    loading libtpu: an accel device node (TPU v2-v4), or a PCI device of Google's (v5e on).
+
+    libtpu installed on a machine without a TPU must not be picked: creating its client asks
+    the cloud metadata server for TPU settings (30 tries a variable, minutes) before failing.
+
+    >>> tpu_present("/nonexistent")
+    False
+    """
+    if glob.glob(os.path.join(root, "dev", "accel*")):
+        return True
+    for vendor in glob.glob(os.path.join(root, "sys", "bus", "pci", "devices", "*", "vendor")):
+        try:
+            with open(vendor) as f:
+                if f.read().strip() == _GOOGLE_PCI_VENDOR:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def nvidia_gpu_present(root: str = "/") -> bool:
+    """Whether this machine has an NVIDIA GPU the driver has set up (a /dev/nvidiaN node).
+
+    The CUDA plugin is also installed for compiling for GPUs without one; on such a machine
+    its client fails ("No visible GPU devices"), so discovery passes it over.
+
+    >>> nvidia_gpu_present("/nonexistent")
+    False
+    """
+    return bool(glob.glob(os.path.join(root, "dev", "nvidia[0-9]*")))
+
+
+_DEVICE_PRESENT = {"tpu": tpu_present, "cuda": nvidia_gpu_present}
+
+
 def _install_hint() -> str:
     return "; ".join(f"{p}: pip install {_PLUGIN_PACKAGES[p][2]}" for p in PLATFORMS)
 
@@ -65,6 +109,9 @@ def find_plugin() -> tuple[str, str]:
                 f"TORCH_TPU_PLATFORM={wanted!r} is not one of {', '.join(PLATFORMS)}."
             )
         path = _installed_path(wanted)
+        if wanted == "tpu" and path is not None and not tpu_present():
+            # Asked for by name: try, but fail in seconds, not after minutes of metadata queries.
+            os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
         if path is None:
             module, library, package = _PLUGIN_PACKAGES[wanted]
             raise PluginNotFoundError(
@@ -77,10 +124,14 @@ def find_plugin() -> tuple[str, str]:
     searched = []
     for platform in PLATFORMS:
         path = _installed_path(platform)
-        if path is not None:
+        present = _DEVICE_PRESENT.get(platform, lambda: True)
+        if path is not None and present():
             return path, platform
         module, library, _ = _PLUGIN_PACKAGES[platform]
-        searched.append(f"{library} in {module}")
+        if path is not None:
+            searched.append(f"{library} (installed, but this machine has no {platform} device)")
+        else:
+            searched.append(f"{library} in {module}")
     raise PluginNotFoundError(
         "torch_tpu found no PJRT plugin. Searched: " + ", ".join(searched) + ". "
         f"Install one ({_install_hint()}), or set TORCH_TPU_PJRT_PLUGIN=/path/to/plugin.so."
