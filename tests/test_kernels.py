@@ -443,8 +443,12 @@ def test_donated_arguments_refuse_gradients():
     assert acc.detach().cpu().tolist() == [1.0, 1.0, 1.0]
 
 
-def test_a_kernel_that_does_not_compile_names_itself_and_spares_the_graph(monkeypatch):
+def test_a_kernel_that_does_not_compile_names_itself_and_spares_the_graph(monkeypatch, tmp_path):
     from torch_tpu.kernels import _lowering
+
+    # A deliberately invalid program: not among the programs a run dumps for checking
+    # (scripts/test_accelerator_path.sh compiles those for a TPU and a GPU).
+    monkeypatch.setenv("TORCH_TPU_DUMP_PROGRAMS", str(tmp_path))
 
     @jax_op("tests::broken")
     def broken(x):

@@ -37,6 +37,18 @@ module @m {
 }
 """
 
+# Interpolation matrices (a resample's products): the GPU compiler's default Triton tiling
+# refuses these shapes; on a GPU its autotuner would pick another variant.
+TILING = """
+module @m {
+  func.func public @main(%a: tensor<4x32x8x8xf32>, %w: tensor<3x8xf32>) -> tensor<4x32x3x3xf32> {
+    %0 = "stablehlo.dot_general"(%a, %w) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [1]>, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]} : (tensor<4x32x8x8xf32>, tensor<3x8xf32>) -> tensor<4x32x8x3xf32>
+    %1 = "stablehlo.dot_general"(%0, %w) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>, precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]} : (tensor<4x32x8x3xf32>, tensor<3x8xf32>) -> tensor<4x32x3x3xf32>
+    "func.return"(%1) : (tensor<4x32x3x3xf32>) -> ()
+  }
+}
+"""
+
 # A custom call no compiler knows: refused by every target.
 UNKNOWN_CALL = """
 module @m {
@@ -157,6 +169,17 @@ def test_a_refused_program_raises_with_the_compilers_message():
     assert "no_such_kernel" in str(raised.value)
 
 
+def test_a_gpu_tiling_the_compiler_refuses_without_a_gpu_falls_back_to_cublas(tmp_path):
+    with pytest.warns(UserWarning, match="compiled with cuBLAS GEMMs .* after: .*tile sizes"):
+        program = targets.compile_for("h100", TILING)
+    assert program.memory()["arguments"] >= 4 * 32 * 8 * 8 * 4
+    (tmp_path / "00000-resample.mlir").write_text(TILING)
+    done = _cli("--target", "h100", "--target", "v6e:1x1", "--programs", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "NOTE resample: compiled with cuBLAS GEMMs" in done.stdout
+    assert done.stdout.count("compiled 1, refused 0") == 2
+
+
 def test_a_missing_compiler_names_its_pip_package(monkeypatch):
     monkeypatch.setattr(targets, "_loaded", {})
     monkeypatch.setattr(targets, "_package_file", lambda module, filename: None)
@@ -243,8 +266,9 @@ def test_refused_and_oversized_programs_fail_the_check_naming_each(tmp_path):
     (folder / "00002-huge_graph.mlir").write_text(HUGE)
     (folder / "00003_777-custom.mlir").write_text(UNKNOWN_CALL)
     out = tmp_path / "results.json"
-    done = _cli("--target", "v5e:1x1", "--target", "h100", "--programs", str(folder),
-                "--json", str(out))
+    done = _cli(
+        "--target", "v5e:1x1", "--target", "h100", "--programs", str(folder), "--json", str(out)
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     tpu, gpu = done.stdout.split("== h100")
     # The TPU compiler itself refuses a program over the chip's HBM; the GPU compiler compiles

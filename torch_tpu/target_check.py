@@ -95,14 +95,8 @@ def _check_files(files: list[str], target_names: list[str], warm_cache: str | No
     for path in files:
         with open(path, encoding="utf-8", errors="replace") as f:
             program, options = _split_key(f.read().replace("// tier: quick\n", ""))
-        _C._target_check_submit(program, _label(path), options)
-    results = check.finish()
-    by_label = {}
-    for path in files:
-        by_label.setdefault(_label(path), path)
-    for result in results:
-        result["dump_path"] = result["dump_path"] or by_label.get(result["label"], "")
-    return results
+        _C._target_check_submit(program, _label(path), options, path)
+    return check.finish()
 
 
 def _check_folder(args) -> list[dict]:

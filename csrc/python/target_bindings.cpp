@@ -62,6 +62,7 @@ py::dict result_dict(const runtime::TargetResult& result) {
   out["replicas"] = result.replicas;
   out["compiled"] = result.compiled;
   out["error"] = result.error;
+  out["note"] = result.note;
   out["memory"] = memory_dict(result.memory);
   out["costs"] = result.costs;
   out["seconds"] = result.seconds;
@@ -119,22 +120,30 @@ void register_target_bindings(py::module& m) {
   m.def("_string_option_override", [](const std::string& name, const std::string& value) {
     return py::bytes(pjrt::with_string_option_override("", name, value));
   });
+  m.def("_bool_option_override", [](const std::string& name, bool value) {
+    return py::bytes(pjrt::with_option_override("", name, value));
+  });
   m.def("_target_cache_identity", [](const pjrt::Topology& t, const std::string& version) {
     const std::string kind = t.devices().empty() ? "" : t.devices()[0].kind;
     return runtime::cache_identity(
         runtime::CacheTarget{t.plugin(), t.platform_name(), t.platform_version(), kind}, version);
   });
 
-  // targets: (name, topology, extra options, warm-cache directory or "", torch_tpu version).
+  // targets: (name, topology, extra options, fallback options, fallback name, warm-cache
+  // directory or "", torch_tpu version).
   m.def("_target_check_set",
         [](const std::vector<std::tuple<std::string, std::shared_ptr<pjrt::Topology>, py::bytes,
-                                        std::string, std::string>>& targets) {
+                                        py::bytes, std::string, std::string, std::string>>&
+               targets) {
           std::vector<runtime::TargetSpec> specs;
-          for (const auto& [name, topology, extra, warm_dir, version] : targets) {
+          for (const auto& [name, topology, extra, fallback, fallback_name, warm_dir, version] :
+               targets) {
             runtime::TargetSpec spec;
             spec.name = name;
             spec.topology = topology;
             spec.extra_options = extra;
+            spec.fallback_options = fallback;
+            spec.fallback_name = fallback_name;
             if (!warm_dir.empty()) {
               const std::string kind =
                   topology->devices().empty() ? "" : topology->devices()[0].kind;
@@ -150,10 +159,11 @@ void register_target_bindings(py::module& m) {
           py::gil_scoped_release no_gil;
           runtime::target_check().set_targets(std::move(specs));
         });
-  m.def("_target_check_submit",
-        [](const std::string& program, const std::string& label, const py::bytes& options) {
-          runtime::target_check().submit(program, label, options, "");
-        });
+  m.def(
+      "_target_check_submit",
+      [](const std::string& program, const std::string& label, const py::bytes& options,
+         const std::string& path) { runtime::target_check().submit(program, label, options, path); },
+      py::arg("program"), py::arg("label"), py::arg("options"), py::arg("path") = "");
   m.def("_target_check_pending", [] { return runtime::target_check().pending(); });
   m.def("_target_check_results", [] {
     std::vector<runtime::TargetResult> results;

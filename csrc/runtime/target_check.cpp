@@ -125,19 +125,38 @@ void TargetCheck::check(const Job& job, const TargetSpec& target) {
   }
   if (!options.empty()) {
     const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<pjrt::CompiledProgram> compiled;
     try {
-      auto compiled = target.topology->compile(job.program, options + target.extra_options);
-      result.compiled = true;
-      result.memory = compiled->memory();
-      result.costs = compiled->cost_analysis();
-      if (target.warm_cache != nullptr) {
-        // The key the runtime on the target's platform looks the program up by.
-        const std::string key =
-            result.replicas <= 1 ? job.program : key_with_options(job.program, options);
-        target.warm_cache->store(key, compiled->serialize());
-      }
+      compiled = target.topology->compile(job.program, options + target.extra_options);
     } catch (const std::exception& error) {
       result.error = explain_compile_error(job.label, target.name, job.program, error.what());
+    }
+    if (compiled == nullptr && !target.fallback_options.empty()) {
+      try {
+        compiled = target.topology->compile(
+            job.program, options + target.extra_options + target.fallback_options);
+        const std::string first = result.error.substr(0, result.error.find('\n'));
+        result.note = "compiled with " + target.fallback_name + " after: " + first;
+        result.error.clear();
+      } catch (const std::exception&) {
+        // Refused either way: the first message says why.
+      }
+    }
+    if (compiled != nullptr) {
+      try {
+        result.compiled = true;
+        result.memory = compiled->memory();
+        result.costs = compiled->cost_analysis();
+        if (target.warm_cache != nullptr) {
+          // The key the runtime on the target's platform looks the program up by.
+          const std::string key =
+              result.replicas <= 1 ? job.program : key_with_options(job.program, options);
+          target.warm_cache->store(key, compiled->serialize());
+        }
+      } catch (const std::exception& error) {
+        result.compiled = false;
+        result.error = job.label + ": " + error.what();
+      }
     }
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -29,6 +29,12 @@ struct TargetSpec {
   // Serialized xla.CompileOptionsProto overrides every compile for this target adds (e.g. the
   // GPU compiler's ptxas folder): appended to the portable or replicated options.
   std::string extra_options;
+  // Overrides to compile with once more where the first compile fails, and what they are
+  // ("cuBLAS GEMMs"), for a compiler that would choose among variants on the device (the GPU
+  // compiler autotunes its Triton GEMM tilings there; without a GPU it tries only its
+  // default one, which some shapes refuse). Empty: no second try.
+  std::string fallback_options;
+  std::string fallback_name;
   // Where to store each compiled program's serialized executable, under the key the
   // runtime on the target's platform looks up (target_check --warm-cache); null: nowhere.
   std::shared_ptr<DiskCache> warm_cache;
@@ -43,6 +49,7 @@ struct TargetResult {
   int64_t replicas = 1;  // devices the program spans (collectives: the group's size)
   bool compiled = false;
   std::string error;  // the compiler's (or our) reason, where refused
+  std::string note;   // compiled with the target's fallback options: why
   std::optional<pjrt::CompiledMemory> memory;
   std::map<std::string, double> costs;  // cost analysis (TPU)
   double seconds = 0;                   // compile time

@@ -180,7 +180,8 @@ TEST(TargetCheck, ChecksEachDistinctProgramOnceForEveryTarget) {
   auto slice = std::make_shared<pjrt::Topology>(pjrt::libtpu(), "v5e:2x2");
   TargetCheck check;
   check.set_targets(
-      {TargetSpec{"v6e:1x1", small, "", nullptr}, TargetSpec{"v5e:2x2", slice, "", nullptr}});
+      {TargetSpec{"v6e:1x1", small, "", "", "", nullptr},
+       TargetSpec{"v5e:2x2", slice, "", "", "", nullptr}});
   const std::string portable = pjrt::portable_compile_options();
   check.submit(pjrt::kAddAndSum, "aten::add", portable, "");
   check.submit(pjrt::kAddAndSum, "aten::add", portable, "");  // the same program: one more use
@@ -224,7 +225,7 @@ TEST(TargetCheck, WarmsACacheUnderTheKeyTheTargetsRuntimeLooksUp) {
   const std::string identity = cache_identity(target, "test");
   EXPECT_NE(identity.find("device_kind=TPU v6 lite"), std::string::npos) << identity;
   TargetCheck check;
-  check.set_targets({TargetSpec{"v6e:1x1", topology, "",
+  check.set_targets({TargetSpec{"v6e:1x1", topology, "", "", "",
                                 std::make_shared<DiskCache>(folder, int64_t{1} << 30, identity)}});
   check.submit(pjrt::kAddAndSum, "aten::add", pjrt::portable_compile_options(), "");
   ASSERT_TRUE(check.results().at(0).compiled);

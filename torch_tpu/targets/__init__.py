@@ -22,6 +22,7 @@ import contextlib
 import importlib.util
 import os
 import threading
+import warnings
 from dataclasses import dataclass
 
 from torch_tpu._runtime.plugin import tpu_present
@@ -99,6 +100,11 @@ class Target:
     name: TargetName
     topology: object  # torch_tpu._C._Topology
     extra_options: bytes  # compile-option overrides every compile for it adds
+    # Overrides for a second try where the first compile fails, and what they are: on a GPU
+    # XLA autotunes its Triton GEMM tilings and falls back to cuBLAS; without one it tries
+    # only the default tiling, which some shapes refuse ("Couldn't find output tile sizes").
+    fallback_options: bytes = b""
+    fallback_name: str = ""
 
     @property
     def chip(self) -> Chip:
@@ -124,7 +130,20 @@ class Target:
                     f"{self.name.text} has {len(ids)} devices; the program spans {replicas}"
                 )
             options = _C._replicated_compile_options(ids)
-        return self.topology.compile(mlir, options + self.extra_options)
+        try:
+            return self.topology.compile(mlir, options + self.extra_options)
+        except RuntimeError as first:
+            if not self.fallback_options:
+                raise
+            try:
+                program = self.topology.compile(
+                    mlir, options + self.extra_options + self.fallback_options
+                )
+            except RuntimeError:
+                raise first from None
+            why = str(first).splitlines()[0]
+            warnings.warn(f"compiled with {self.fallback_name} after: {why}", stacklevel=2)
+            return program
 
 
 _loaded: dict[str, Target] = {}
@@ -160,7 +179,8 @@ def load(text: str) -> Target:
             path = plugin_path("tpu")
             _prepare_libtpu_environment()
             topology = _C._Topology(path, key, [])
-            extra = b""
+            extra = fallback = b""
+            fallback_name = ""
         else:
             path = plugin_path("cuda")
             data_dir = cuda_data_dir()
@@ -169,9 +189,11 @@ def load(text: str) -> Target:
                 ("topology", name.topology),
                 ("target_config", target_config(name.chip.name)),
             ]
-            topology = _C._Topology(path, name.topology, options)
+            topology = _C._Topology(path, key, options)
             extra = _C._string_option_override("xla_gpu_cuda_data_dir", data_dir)
-        target = Target(name, topology, extra)
+            fallback = _C._bool_option_override("xla_gpu_enable_triton_gemm", False)
+            fallback_name = "cuBLAS GEMMs (no GPU to autotune Triton GEMM tilings on)"
+        target = Target(name, topology, extra, fallback, fallback_name)
         _loaded[key] = target
         return target
 
@@ -223,7 +245,15 @@ def start(texts, warm_cache: str | None = None) -> Check:
         os.makedirs(warm_cache, exist_ok=True)
     _C._target_check_set(
         [
-            (t.name.text, t.topology, t.extra_options, warm_cache or "", torch_tpu.__version__)
+            (
+                t.name.text,
+                t.topology,
+                t.extra_options,
+                t.fallback_options,
+                t.fallback_name,
+                warm_cache or "",
+                torch_tpu.__version__,
+            )
             for t in targets
         ]
     )

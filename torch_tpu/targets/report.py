@@ -44,13 +44,26 @@ def roofline_seconds(result: dict, chip: Chip) -> float | None:
     return max(flops / chip.peak_flops, moved / chip.hbm_bandwidth)
 
 
+def device_memory(target: str) -> int:
+    """The bytes a program may use on one device of ``target``: what its compiler reports
+    (``device_memory_bytes_limit``, a little under the datasheet's HBM), else the datasheet's."""
+    from torch_tpu import targets
+
+    devices = targets.load(target).devices()
+    limit = devices[0]["attributes"].get("device_memory_bytes_limit") if devices else None
+    return int(limit[0]) if limit else parse(target).chip.hbm_bytes
+
+
 def annotate(results: list[dict]) -> list[dict]:
-    """Adds each result's ``fits`` (peak memory within the device's HBM) and ``roofline_s``."""
+    """Adds each result's ``hbm_bytes``, ``fits`` (peak memory within them) and ``roofline_s``."""
+    limits: dict[str, int] = {}
     for result in results:
         chip = parse(result["target"]).chip
         memory = result.get("memory")
-        result["hbm_bytes"] = chip.hbm_bytes
-        result["fits"] = memory is None or memory["peak"] <= chip.hbm_bytes
+        if result["target"] not in limits:
+            limits[result["target"]] = device_memory(result["target"])
+        result["hbm_bytes"] = limits[result["target"]]
+        result["fits"] = memory is None or memory["peak"] <= result["hbm_bytes"]
         result["roofline_s"] = roofline_seconds(result, chip) if result["compiled"] else None
     return results
 
@@ -72,8 +85,9 @@ def format_table(results: list[dict], top: int = 10) -> str:
         compiled = [r for r in rows if r["compiled"]]
         refused = [r for r in rows if not r["compiled"]]
         over = [r for r in compiled if not r.get("fits", True)]
+        hbm = rows[0].get("hbm_bytes", chip.hbm_bytes)
         lines.append(
-            f"== {target}: {name.devices} device(s), per device {_bytes(chip.hbm_bytes)} HBM, "
+            f"== {target}: {name.devices} device(s), per device {_bytes(hbm)} HBM, "
             f"{chip.peak_flops / 1e12:.0f} TFLOP/s bf16, {chip.hbm_bandwidth / 1e12:.2f} TB/s"
         )
         lines.append(
@@ -115,6 +129,8 @@ def format_table(results: list[dict], top: int = 10) -> str:
                 )
             if len(ranked) > top:
                 lines.append(f"  ... {len(ranked) - top} more (--json has every program)")
+        for r in (r for r in compiled if r.get("note")):
+            lines.append(f"  NOTE {r['label'] or 'program'}: {r['note']}")
         for r in refused:
             message = (r["error"] or "").strip().splitlines()
             lines.append(f"  REFUSED {r['label'] or 'program'}: {message[0] if message else '?'}")
