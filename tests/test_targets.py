@@ -212,6 +212,31 @@ def test_also_compile_for_checks_every_program_the_block_runs():
     assert sum(r["costs"].get("transcendentals", 0) for r in tpu) >= 64 * 32  # the exp
 
 
+def test_64_bit_integer_products_equal_the_cpus_and_compile_for_a_tpu():
+    # Values whose products need all 64 bits: a 32-bit product would wrap.
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-(2**20), 2**20, (5, 7), generator=g)
+    b = torch.randint(-(2**20), 2**20, (7, 3), generator=g)
+    c = torch.randint(-(2**20), 2**20, (4, 5, 7), generator=g)
+    d = torch.randint(-(2**20), 2**20, (4, 7, 2), generator=g)
+    v = torch.randint(-(2**20), 2**20, (7,), generator=g)
+    cases = [
+        lambda x, y, z, w, u: x @ y,
+        lambda x, y, z, w, u: torch.bmm(z, w),
+        lambda x, y, z, w, u: torch.einsum("bij,bjk->bik", z, w),
+        lambda x, y, z, w, u: torch.mv(x, u),
+        lambda x, y, z, w, u: torch.dot(u, u),
+        lambda x, y, z, w, u: torch.addmm(x @ y, x, y, beta=2, alpha=3),
+    ]
+    with targets.also_compile_for("v6e:1x1") as check:
+        for case in cases:
+            expected = case(a, b, c, d, v)
+            got = case(*(t.to("tpu") for t in (a, b, c, d, v))).cpu()
+            assert got.dtype == torch.int64 and torch.equal(got, expected)
+    results = check.results()
+    assert results and all(r["compiled"] for r in results), [r["error"] for r in results]
+
+
 def test_a_host_kernel_in_a_program_is_refused_naming_the_switch():
     if not torch_tpu.plugin_info()["xla_cpu_shortcuts"]:
         pytest.skip("the XLA:CPU shortcuts are off: no host kernel to refuse")

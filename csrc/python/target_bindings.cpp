@@ -131,38 +131,39 @@ void register_target_bindings(py::module& m) {
 
   // targets: (name, topology, extra options, fallback options, fallback name, warm-cache
   // directory or "", torch_tpu version).
-  m.def("_target_check_set",
-        [](const std::vector<std::tuple<std::string, std::shared_ptr<pjrt::Topology>, py::bytes,
-                                        py::bytes, std::string, std::string, std::string>>&
-               targets) {
-          std::vector<runtime::TargetSpec> specs;
-          for (const auto& [name, topology, extra, fallback, fallback_name, warm_dir, version] :
-               targets) {
-            runtime::TargetSpec spec;
-            spec.name = name;
-            spec.topology = topology;
-            spec.extra_options = extra;
-            spec.fallback_options = fallback;
-            spec.fallback_name = fallback_name;
-            if (!warm_dir.empty()) {
-              const std::string kind =
-                  topology->devices().empty() ? "" : topology->devices()[0].kind;
-              spec.warm_cache = std::make_shared<runtime::DiskCache>(
-                  warm_dir, int64_t{1} << 40,
-                  runtime::cache_identity(
-                      runtime::CacheTarget{topology->plugin(), topology->platform_name(),
-                                           topology->platform_version(), kind},
-                      version));
-            }
-            specs.push_back(std::move(spec));
+  m.def(
+      "_target_check_set",
+      [](const std::vector<std::tuple<std::string, std::shared_ptr<pjrt::Topology>, py::bytes,
+                                      py::bytes, std::string, std::string, std::string>>& targets) {
+        std::vector<runtime::TargetSpec> specs;
+        for (const auto& [name, topology, extra, fallback, fallback_name, warm_dir, version] :
+             targets) {
+          runtime::TargetSpec spec;
+          spec.name = name;
+          spec.topology = topology;
+          spec.extra_options = extra;
+          spec.fallback_options = fallback;
+          spec.fallback_name = fallback_name;
+          if (!warm_dir.empty()) {
+            const std::string kind = topology->devices().empty() ? "" : topology->devices()[0].kind;
+            spec.warm_cache = std::make_shared<runtime::DiskCache>(
+                warm_dir, int64_t{1} << 40,
+                runtime::cache_identity(
+                    runtime::CacheTarget{topology->plugin(), topology->platform_name(),
+                                         topology->platform_version(), kind},
+                    version));
           }
-          py::gil_scoped_release no_gil;
-          runtime::target_check().set_targets(std::move(specs));
-        });
+          specs.push_back(std::move(spec));
+        }
+        py::gil_scoped_release no_gil;
+        runtime::target_check().set_targets(std::move(specs));
+      });
   m.def(
       "_target_check_submit",
       [](const std::string& program, const std::string& label, const py::bytes& options,
-         const std::string& path) { runtime::target_check().submit(program, label, options, path); },
+         const std::string& path) {
+        runtime::target_check().submit(program, label, options, path);
+      },
       py::arg("program"), py::arg("label"), py::arg("options"), py::arg("path") = "");
   m.def("_target_check_pending", [] { return runtime::target_check().pending(); });
   m.def("_target_check_results", [] {

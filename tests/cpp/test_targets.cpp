@@ -16,6 +16,7 @@
 #include "pjrt/error.h"
 #include "pjrt/topology.h"
 #include "runtime/cache_identity.h"
+#include "runtime/compile_errors.h"
 #include "runtime/disk_cache.h"
 #include "runtime/target_check.h"
 
@@ -174,14 +175,27 @@ TEST(Topology, ACollectiveCompilesOverTheTopologysDevices) {
 namespace tpu::runtime {
 namespace {
 
+TEST(CompileErrors, A64BitRefusalNamesTheOpTypesAndPlatform) {
+  const std::string program = "func.func @main(%a: tensor<4x4xf64>) -> tensor<4x4xf64>";
+  const std::string said = explain_compile_error(
+      "aten::linalg_cholesky_ex", "tpu", program,
+      "UNIMPLEMENTED: While rewriting computation to not contain X64 element types, XLA "
+      "encountered an HLO for which this rewriting is not implemented");
+  EXPECT_EQ(said.rfind("aten::linalg_cholesky_ex in float64 cannot be compiled for tpu", 0), 0u)
+      << said;
+  EXPECT_NE(said.find("float32"), std::string::npos);        // what to do instead
+  EXPECT_NE(said.find("UNIMPLEMENTED"), std::string::npos);  // the compiler's own words
+  // Any other refusal keeps the compiler's message, prefixed with the op.
+  EXPECT_EQ(explain_compile_error("aten::add", "tpu", program, "bad"), "aten::add: bad");
+}
+
 TEST(TargetCheck, ChecksEachDistinctProgramOnceForEveryTarget) {
   REQUIRE_LIBTPU();
   auto small = std::make_shared<pjrt::Topology>(pjrt::libtpu(), "v6e:1x1");
   auto slice = std::make_shared<pjrt::Topology>(pjrt::libtpu(), "v5e:2x2");
   TargetCheck check;
-  check.set_targets(
-      {TargetSpec{"v6e:1x1", small, "", "", "", nullptr},
-       TargetSpec{"v5e:2x2", slice, "", "", "", nullptr}});
+  check.set_targets({TargetSpec{"v6e:1x1", small, "", "", "", nullptr},
+                     TargetSpec{"v5e:2x2", slice, "", "", "", nullptr}});
   const std::string portable = pjrt::portable_compile_options();
   check.submit(pjrt::kAddAndSum, "aten::add", portable, "");
   check.submit(pjrt::kAddAndSum, "aten::add", portable, "");  // the same program: one more use
