@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "hlo/collective_programs.h"
 #include "pjrt/compile_options.h"
 #include "pjrt/topology.h"
 #include "runtime/cache_identity.h"
@@ -120,6 +121,26 @@ void register_target_bindings(py::module& m) {
   m.def("_string_option_override", [](const std::string& name, const std::string& value) {
     return py::bytes(pjrt::with_string_option_override("", name, value));
   });
+  // The XLA collective engine's program of `kind` over `replicas` devices (for pod targets).
+  m.def(
+      "_collective_program",
+      [](const std::string& kind, int64_t replicas, int64_t count, const std::string& dtype,
+         const std::vector<std::vector<int64_t>>& groups) {
+        static const std::map<std::string, hlo::ElementType> kTypes = {
+            {"float32", hlo::ElementType::F32},
+            {"bfloat16", hlo::ElementType::BF16},
+            {"float16", hlo::ElementType::F16},
+            {"int32", hlo::ElementType::S32},
+            {"uint8", hlo::ElementType::U8}};
+        auto found = kTypes.find(dtype);
+        if (found == kTypes.end()) {
+          throw std::invalid_argument("collective program dtype '" + dtype +
+                                      "': expected float32, bfloat16, float16, int32 or uint8");
+        }
+        return hlo::collective_program(kind, replicas, count, found->second, groups);
+      },
+      py::arg("kind"), py::arg("replicas"), py::arg("count"), py::arg("dtype"),
+      py::arg("groups") = std::vector<std::vector<int64_t>>{});
   m.def("_bool_option_override", [](const std::string& name, bool value) {
     return py::bytes(pjrt::with_option_override("", name, value));
   });

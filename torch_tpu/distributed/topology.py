@@ -13,9 +13,16 @@ data-centre network, DCN) in one contiguous block of the mesh.
 
 Coordinates come from each rank's PJRT device attributes (``coords``, ``core_on_chip``,
 ``slice_index``) where the plugin reports them. The CPU platform has none:
-``TORCH_TPU_TOPOLOGY`` (``4x4``, ``4x4x4``, ``2,2,1``...) then describes a torus, and
-rank r gets the coordinates of device r of it (x fastest, as TPU device ids go).
-Without it the ranks form one ring.
+``TORCH_TPU_TOPOLOGY`` then says which pod to lay the mesh on. A TPU target
+(``v5e:4x4``, ``v5p:4x4x4``, ``v6e:8x8``, ``tpu7x:4x4x4``; torch_tpu.targets) gives rank r
+the coordinates and core of device r of libtpu's own description of that slice (no TPU
+needed; chips with two cores a chip, v4 and TPU7x, give two ranks per chip), and ranks beyond
+one slice go to further slices. A bare shape (``4x4``, ``4x4x4``, ``2,2,1``) describes a torus
+of one-core chips, device ids x fastest (what libtpu's descriptions give for such chips).
+Without either the ranks form one ring.
+
+>>> mesh_for_target("v5e:4x4", (4, 4)).shape  # doctest: +SKIP
+torch.Size([4, 4])
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from collections.abc import Sequence
 import torch
 
 __all__ = [
+    "mesh_for_target",
     "mesh_from_coordinates",
+    "target_devices",
     "parse_topology",
     "ring_all_reduce_seconds",
     "ring_hops",
@@ -198,6 +207,60 @@ def mesh_from_coordinates(
     return full
 
 
+def target_devices(target: str) -> tuple[list[Coord], list[int]]:
+    """The chip coordinates and core on chip of every device of TPU target ``target``
+    (``"v5e:4x4"``), in device-id order, from libtpu's description of it (compile-only: no
+    TPU needed). Raises ValueError for a target that is not a TPU slice."""
+    from torch_tpu import targets
+
+    name = targets.parse(target)
+    if name.chip.platform != "tpu":
+        raise ValueError(
+            f"{target!r} is not a TPU slice: meshes are laid on TPU topologies "
+            "(v4, v5e, v5p, v6e, tpu7x with a shape, such as v5e:4x4 or tpu7x:4x4x4)"
+        )
+    devices = sorted(targets.load(target).devices(), key=lambda d: d["id"])
+    coords = [tuple(int(x) for x in d["attributes"]["coords"]) for d in devices]
+    cores = [int((d["attributes"].get("core_on_chip") or [0])[0]) for d in devices]
+    return coords, cores
+
+
+def _with_cores(coords: Sequence[Coord], cores: Sequence[int]) -> tuple[list[Coord], tuple]:
+    """Coordinates with the core on chip as one more (innermost-ring) axis where a chip has
+    several, and the torus they span."""
+    if len(set(cores)) > 1:
+        coords = [tuple(c) + (core,) for c, core in zip(coords, cores)]
+    coords = [tuple(c) for c in coords]
+    torus = tuple(max(c[i] for c in coords) + 1 for i in range(len(coords[0])))
+    return coords, torus
+
+
+def mesh_for_target(
+    target: str, mesh_shape: Sequence[int], dcn_mesh_shape: Sequence[int] | None = None
+) -> torch.Tensor:
+    """The rank layout ``topology_aware_mesh`` gives a job on TPU target ``target`` (rank r on
+    device r % devices of slice r // devices), without starting one: plan a pod's meshes here.
+
+    >>> mesh_for_target("v5e:2x2", (2, 2)).tolist()  # doctest: +SKIP
+    [[0, 1], [2, 3]]
+    """
+    chip_coords, cores = target_devices(target)
+    coords, torus = _with_cores(chip_coords, cores)
+    slice_count = math.prod(dcn_mesh_shape) if dcn_mesh_shape else 1
+    per_slice = len(coords)
+    if math.prod(mesh_shape) != per_slice:
+        raise ValueError(
+            f"the mesh {tuple(mesh_shape)} has {math.prod(mesh_shape)} positions per slice but "
+            f"{target} has {per_slice} devices ({len(set(chip_coords))} chips"
+            + (f", {len(set(cores))} cores each" if len(set(cores)) > 1 else "")
+            + ")"
+        )
+    ranks = [(coords[r % per_slice], r // per_slice) for r in range(per_slice * slice_count)]
+    return mesh_from_coordinates(
+        [c for c, _ in ranks], torus, mesh_shape, dcn_mesh_shape, [s for _, s in ranks]
+    )
+
+
 def _rank_attributes() -> tuple[list[int], int, int]:
     """This rank's chip coordinates, core on chip and slice (PJRT attributes, else from
     TORCH_TPU_TOPOLOGY, else a ring position)."""
@@ -225,6 +288,16 @@ def topology_aware_mesh(
     dist.all_gather_object(records, _rank_attributes(), group=group)
     topology = os.environ.get("TORCH_TPU_TOPOLOGY", "").strip()
     cores = {core for _, core, _ in records}
+    if not all(coords for coords, _, _ in records) and ":" in topology:
+        # A TPU target: the coordinates libtpu describes for it.
+        slice_count = math.prod(dcn_mesh_shape) if dcn_mesh_shape else 1
+        devices = len(target_devices(topology)[0])
+        if devices * slice_count != world:
+            raise ValueError(
+                f"TORCH_TPU_TOPOLOGY={topology} has {devices} devices per slice, {slice_count} "
+                f"slice(s), but the group has {world} ranks"
+            )
+        return mesh_for_target(topology, mesh_shape, dcn_mesh_shape)
     if all(coords for coords, _, _ in records):
         coords = [tuple(c) + ((core,) if len(cores) > 1 else ()) for c, core, _ in records]
         slices = [s for _, _, s in records]

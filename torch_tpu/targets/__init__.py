@@ -114,22 +114,33 @@ class Target:
         """The topology's devices: id, kind, and (TPU) ``coords`` and ``core_on_chip``."""
         return self.topology.devices()
 
-    def compile(self, mlir: str, replicas: int = 1):
+    def compile(self, mlir: str, replicas: int = 1, device_ids: list[int] | None = None):
         """Compiles one StableHLO program; raises RuntimeError with the compiler's message.
 
+        A program of ``replicas`` > 1 (a collective's) runs replica r on device
+        ``device_ids[r]`` (default: the target's first ``replicas`` devices).
         Returns a ``_CompiledProgram``: ``memory()``, ``cost_analysis()``, ``serialize()``.
         """
         from torch_tpu import _C
 
+        if device_ids is not None:
+            replicas = len(device_ids)
+            known = {d["id"] for d in self.devices()}
+            unknown = [i for i in device_ids if i not in known]
+            if unknown or len(set(device_ids)) != len(device_ids):
+                raise ValueError(
+                    f"device ids {list(device_ids)} are not distinct devices of "
+                    f"{self.name.text} (ids 0..{len(known) - 1})"
+                )
         if replicas <= 1:
             options = _C._portable_compile_options()
         else:
-            ids = [d["id"] for d in self.devices()[:replicas]]
+            ids = list(device_ids) if device_ids is not None else [d["id"] for d in self.devices()]
             if len(ids) < replicas:
                 raise ValueError(
                     f"{self.name.text} has {len(ids)} devices; the program spans {replicas}"
                 )
-            options = _C._replicated_compile_options(ids)
+            options = _C._replicated_compile_options(ids[:replicas])
         try:
             return self.topology.compile(mlir, options + self.extra_options)
         except RuntimeError as first:

@@ -30,14 +30,18 @@ class Chip:
     link_bandwidth: float  # bytes/s a device sends to its peers (TPU: ICI; GPU: NVLink)
 
 
-def _tpu(name, table_name, dims, hbm_bandwidth, ici_bandwidth, devices_per_chip=1):
+def _tpu(name, table_name, dims, hbm_bandwidth, ici_bandwidth, devices_per_chip=1, per_chip=False):
+    # peak_flops.py's table is per device as a TPU VM shows them: a v4 chip's two cores as one
+    # (megacore), a TPU7x chip's as two. libtpu's compile-only topologies show each core of
+    # both as a device, so the v4's chip figures are split here.
+    split = devices_per_chip if per_chip else 1
     return Chip(
         name,
         "tpu",
         dims,
         devices_per_chip,
-        TPU_PEAK_FLOPS[table_name],
-        TPU_HBM_BYTES[table_name],
+        TPU_PEAK_FLOPS[table_name] / split,
+        TPU_HBM_BYTES[table_name] // split,
         hbm_bandwidth / devices_per_chip,
         ici_bandwidth / devices_per_chip,
     )
@@ -54,7 +58,7 @@ def _gpu(name, table_name, hbm_bytes, hbm_bandwidth, nvlink_bandwidth):
 CHIPS = {
     chip.name: chip
     for chip in (
-        _tpu("v4", "TPU v4", 3, 1.2e12, 300e9),
+        _tpu("v4", "TPU v4", 3, 1.2e12, 300e9, devices_per_chip=2, per_chip=True),
         _tpu("v5e", "TPU v5e", 2, 819e9, 200e9),
         _tpu("v5p", "TPU v5p", 3, 2.765e12, 600e9),
         _tpu("v6e", "TPU v6e", 2, 1.64e12, 448e9),
