@@ -81,13 +81,16 @@ def test_device_count_index_is_invalid():
     assert 0 <= torch.tpu.current_device() < n
 
 
-def _import_in_child(**env):
+def _import_in_child(hide=(), **env):
+    """Imports torch_tpu in a child with `env`; `hide` names Python packages that the child
+    cannot find (as on a machine without them)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TPU_")}
     full.update(env)
     full["PYTHONPATH"] = ROOT + os.pathsep + full.get("PYTHONPATH", "")
     code = (
         "import sys\n"
-        "try:\n"
+        + "".join(f"sys.modules[{name!r}] = None\n" for name in hide)
+        + "try:\n"
         "    import torch_tpu\n"
         "except BaseException as e:\n"
         "    print('EXC', type(e).__name__, isinstance(e, ImportError), str(e).replace(chr(10), ' '))\n"
@@ -106,6 +109,19 @@ def _import_in_child(**env):
     return proc.stdout.strip().splitlines()[-1]
 
 
+def test_platform_tpu_on_a_machine_without_a_tpu():
+    # libtpu installed (it compiles for TPUs without one: torch_tpu.targets), no TPU here.
+    from torch_tpu._runtime.plugin import tpu_present
+
+    if tpu_present():
+        pytest.skip("this machine has a TPU")
+    line = _import_in_child(TORCH_TPU_PLATFORM="tpu")
+    assert line.startswith("EXC "), line
+    _, name, is_import_error, message = line.split(" ", 3)
+    assert is_import_error == "True", f"{name} is not an ImportError: {message}"
+    assert "this machine has no TPU" in message and "TORCH_TPU_PJRT_PLUGIN" in message
+
+
 def test_plugin_path_that_does_not_exist():
     line = _import_in_child(TORCH_TPU_PJRT_PLUGIN="/nonexistent.so")
     assert line.startswith("EXC "), line
@@ -115,7 +131,7 @@ def test_plugin_path_that_does_not_exist():
 
 
 def test_platform_tpu_without_libtpu():
-    line = _import_in_child(TORCH_TPU_PLATFORM="tpu")
+    line = _import_in_child(hide=("libtpu",), TORCH_TPU_PLATFORM="tpu")
     assert line.startswith("EXC "), line
     _, name, is_import_error, message = line.split(" ", 3)
     assert is_import_error == "True", f"{name} is not an ImportError: {message}"

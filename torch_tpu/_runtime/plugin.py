@@ -110,8 +110,13 @@ def find_plugin() -> tuple[str, str]:
             )
         path = _installed_path(wanted)
         if wanted == "tpu" and path is not None and not tpu_present():
-            # Asked for by name: try, but fail in seconds, not after minutes of metadata queries.
-            os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+            # libtpu would ask the cloud metadata server for minutes, then fail.
+            raise PluginNotFoundError(
+                "TORCH_TPU_PLATFORM=tpu but this machine has no TPU (no /dev/accel* device and "
+                "no Google PCI device). libtpu is installed, which also compiles for TPUs "
+                "without one (python -m torch_tpu.target_check); to start it anyway, set "
+                f"TORCH_TPU_PJRT_PLUGIN={path}"
+            )
         if path is None:
             module, library, package = _PLUGIN_PACKAGES[wanted]
             raise PluginNotFoundError(
