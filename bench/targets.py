@@ -8,7 +8,9 @@ compile-only path (torch_tpu.targets), and the compile time of each program.
 Each model and mode runs in its own process here (the CPU platform, XLA:CPU shortcuts off so
 the programs are the ones an accelerator runs): two training steps (forward, backward, AdamW)
 with every program also compiled for each target. Per target, over the distinct programs of
-those steps (each counted once, so a step's programs plus the optimizer's state set-up):
+those steps, each counted once: in compiled mode the step's graphs (the first step's optimizer
+graph, which sets up its state, is another program than the second's), in defer_and_fuse both
+steps' fused graphs, so about two steps:
 peak memory (the largest program's arguments + outputs + temporaries + code), flops and bytes
 accessed (the TPU compiler's cost analysis; the GPU compiler has none), a roofline time (each
 program's larger of flops at the chip's peak and bytes at its HBM bandwidth, summed), and the
@@ -127,9 +129,10 @@ def table(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         moved = f"{r['bytes'] / 1e9:.3f}" if r["bytes"] is not None else "-"
+        gflop = f"{r['flops'] / 1e9:.3f}" if r["bytes"] is not None else "-"  # no cost analysis
         lines.append(
             f"{r['model']:<12} {r['mode']:<15} {r['target']:<12} {r['programs']:>8} "
-            f"{r['refused']:>7} {r['peak_bytes'] / 2**20:>7.1f} MiB {r['flops'] / 1e9:>9.3f} "
+            f"{r['refused']:>7} {r['peak_bytes'] / 2**20:>7.1f} MiB {gflop:>9} "
             f"{moved:>9} {r['roofline_s'] * 1e3:>7.3f} ms {r['compile_median_s'] * 1e3:>9.1f} ms "
             f"{r['compile_total_s']:>7.1f}s"
         )
