@@ -370,6 +370,9 @@ def test_device_presence_is_read_from_device_nodes_and_pci_vendors(tmp_path):
     (pci / "vendor").write_text("0x8086\n")
     assert not plugin_discovery.tpu_present(str(tmp_path))
     (pci / "vendor").write_text("0x1ae0\n")
+    (pci / "device").write_text("0x0042\n")  # Google's virtual NIC: no TPU
+    assert not plugin_discovery.tpu_present(str(tmp_path))
+    (pci / "device").write_text("0x006f\n")  # a v6e
     assert plugin_discovery.tpu_present(str(tmp_path))
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "nvidia0").write_text("")

@@ -37,6 +37,10 @@ Topology::Topology(std::shared_ptr<const Plugin> plugin, const std::string& name
   create.num_options = values.size();
   check(api, api->PJRT_TopologyDescription_Create(&create),
         ("PJRT_TopologyDescription_Create('" + name_ + "')").c_str());
+  if (create.topology == nullptr) {
+    throw std::runtime_error("PJRT_TopologyDescription_Create('" + name_ +
+                             "') returned no topology and no error");
+  }
   topology_.reset(create.topology);
 
   // The strings and descriptions belong to the topology: copied.
@@ -77,6 +81,9 @@ std::unique_ptr<CompiledProgram> Topology::compile(const std::string& mlir,
   args.compile_options_size = options.size();
   args.client = nullptr;  // compile-only: no device to tune for
   check(api, api->PJRT_Compile(&args), ("compiling for " + name_ + " failed").c_str());
+  if (args.executable == nullptr) {
+    throw std::runtime_error("PJRT_Compile for " + name_ + " returned no executable and no error");
+  }
   return std::make_unique<CompiledProgram>(plugin_, args.executable);
 }
 

@@ -23,7 +23,9 @@ bool write_new_file(const std::string& path, const std::string& text) {
     written += static_cast<size_t>(n);
   }
   ::close(fd);
-  return written == text.size();
+  if (written == text.size()) return true;
+  ::unlink(path.c_str());  // no truncated program under this name
+  return false;
 }
 }  // namespace
 

@@ -43,27 +43,35 @@ std::string host_kernel_called(const std::string& program) {
 TargetCheck::~TargetCheck() { set_targets({}); }
 
 void TargetCheck::set_targets(std::vector<TargetSpec> targets) {
+  std::lock_guard<std::mutex> control(control_);
+  std::thread stopped;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     stopping_ = true;
+    stopped = std::move(worker_);
     changed_.notify_all();
   }
-  if (worker_.joinable()) worker_.join();
+  if (stopped.joinable()) stopped.join();
   std::lock_guard<std::mutex> lock(mutex_);
   stopping_ = false;
   targets_ = std::move(targets);
   queue_.clear();
+  busy_ = false;
   seen_.clear();
   results_.clear();
   active_.store(!targets_.empty());
   if (!targets_.empty()) worker_ = std::thread([this] { run(); });
+  changed_.notify_all();  // a results() waiting on the old queue returns
 }
 
 void TargetCheck::submit(const std::string& program, const std::string& label,
                          const std::string& compile_options, const std::string& dump_path) {
   if (!active()) return;
   try {
-    std::string hash = fnv1a_128_hex(program + compile_options);
+    // The program and how many devices it spans: the local run's CPU-only option overrides
+    // (quick, op, graph) change nothing a target compiles.
+    std::string hash = fnv1a_128_hex(
+        program + "\n// replicas: " + std::to_string(pjrt::replica_count(compile_options)));
     std::lock_guard<std::mutex> lock(mutex_);
     auto [seen, added] = seen_.try_emplace(hash, 0);
     ++seen->second;
@@ -82,7 +90,8 @@ size_t TargetCheck::pending() {
 
 std::vector<TargetResult> TargetCheck::results() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [this] { return (queue_.empty() && !busy_) || !worker_.joinable(); });
+  changed_.wait(lock,
+                [this] { return (queue_.empty() && !busy_) || !worker_.joinable() || stopping_; });
   std::vector<TargetResult> results = results_;
   for (TargetResult& result : results) result.uses = seen_[result.program_hash];
   return results;
@@ -101,7 +110,24 @@ void TargetCheck::run() {
       busy_ = true;
       targets = targets_;
     }
-    for (const TargetSpec& target : targets) check(job, target);
+    for (const TargetSpec& target : targets) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) break;
+      }
+      try {
+        check(job, target);
+      } catch (const std::exception& error) {
+        // Checking is a diagnostic: a failure of ours is one more result, not the process's end.
+        TargetResult failed;
+        failed.target = target.name;
+        failed.label = job.label;
+        failed.program_hash = job.hash;
+        failed.error = std::string("the check itself failed: ") + error.what();
+        std::lock_guard<std::mutex> lock(mutex_);
+        results_.push_back(std::move(failed));
+      }
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     busy_ = false;
     changed_.notify_all();

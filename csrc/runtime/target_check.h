@@ -85,6 +85,7 @@ class TargetCheck {
   void check(const Job& job, const TargetSpec& target);
 
   std::atomic<bool> active_{false};
+  std::mutex control_;  // held through set_targets: one restart of the worker at a time
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<TargetSpec> targets_;

@@ -42,13 +42,17 @@ def _installed_path(platform: str) -> str | None:
     return None
 
 
-# The PCI vendor id of Google's TPU chips (v5e and later show up as PCI devices bound to vfio).
+# Google's PCI vendor id, and the device ids of its TPU chips (v3, v4, v5p, v5e, v6e, TPU7x
+# and one more, as JAX's hardware_utils lists them): Google's virtual NIC and disks share the
+# vendor id, so the device id must match too.
 _GOOGLE_PCI_VENDOR = "0x1ae0"
+_TPU_PCI_DEVICES = {"0x0027", "0x0056", "0x005e", "0x0062", "0x0063", "0x006f", "0x0076"}
 
 
 def tpu_present(root: str = "/") -> bool:
     """Whether this machine has a TPU, looked for as JAX's cloud-TPU start-up does, without
-    loading libtpu: an accel device node (TPU v2-v4), or a PCI device of Google's (v5e on).
+    loading libtpu: an accel device node (TPU v2-v4), or a Google PCI device with a TPU's
+    device id (v5e on).
 
     libtpu installed on a machine without a TPU must not be picked: creating its client asks
     the cloud metadata server for TPU settings (30 tries a variable, minutes) before failing.
@@ -56,12 +60,15 @@ def tpu_present(root: str = "/") -> bool:
     >>> tpu_present("/nonexistent")
     False
     """
-    if glob.glob(os.path.join(root, "dev", "accel*")):
+    if glob.glob(os.path.join(root, "dev", "accel[0-9]*")):
         return True
     for vendor in glob.glob(os.path.join(root, "sys", "bus", "pci", "devices", "*", "vendor")):
         try:
             with open(vendor) as f:
-                if f.read().strip() == _GOOGLE_PCI_VENDOR:
+                if f.read().strip() != _GOOGLE_PCI_VENDOR:
+                    continue
+            with open(os.path.join(os.path.dirname(vendor), "device")) as f:
+                if f.read().strip() in _TPU_PCI_DEVICES:
                     return True
         except OSError:
             continue

@@ -249,7 +249,11 @@ def start(texts, warm_cache: str | None = None) -> Check:
     import torch_tpu
     from torch_tpu import _C
 
-    targets = [load(text) for text in texts]
+    targets = []
+    for text in texts:
+        target = load(text)  # one per chip and topology, however spelled
+        if all(t is not target for t in targets):
+            targets.append(target)
     # Programs this process already holds would not be compiled again, so not seen.
     _C._cache_clear_memory()
     if warm_cache:

@@ -33,7 +33,7 @@ def start_from_environment() -> None:
         from torch_tpu.targets import report
 
         results = report.annotate(check.finish())
-        for name in names:
+        for name in [t.name.text for t in check.targets]:
             rows = [r for r in results if r["target"] == name]
             bad = report.failures(rows)
             print(
