@@ -152,12 +152,7 @@ std::unique_ptr<Executable> Client::compile(const std::string& mlir) const {
 std::unique_ptr<Executable> Client::compile(const std::string& mlir,
                                             const std::string& options) const {
   const PJRT_Api* api = plugin_->api();
-  static const char kFormat[] = "mlir";
-  auto program = PJRT_ARGS(PJRT_Program);
-  program.code = const_cast<char*>(mlir.data());
-  program.code_size = mlir.size();
-  program.format = kFormat;
-  program.format_size = sizeof(kFormat) - 1;
+  PJRT_Program program = mlir_program(mlir);
   auto args = PJRT_ARGS(PJRT_Client_Compile_Args);
   args.client = client_.get();
   args.program = &program;

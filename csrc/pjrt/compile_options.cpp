@@ -1,5 +1,7 @@
 #include "compile_options.h"
 
+#include "error.h"
+
 namespace tpu::pjrt {
 
 namespace {
@@ -136,6 +138,16 @@ uint64_t varint_field(const std::string& message, uint32_t wanted, uint64_t fall
   return found;
 }
 }  // namespace
+
+PJRT_Program mlir_program(const std::string& mlir) {
+  static const char kFormat[] = "mlir";
+  auto program = PJRT_ARGS(PJRT_Program);
+  program.code = const_cast<char*>(mlir.data());
+  program.code_size = mlir.size();
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+  return program;
+}
 
 int64_t replica_count(const std::string& options) {
   // CompileOptionsProto.executable_build_options (3) -> num_replicas (4). Repeated

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "pjrt_c_api.h"
+
 namespace tpu::pjrt {
 
 // Serialized xla.CompileOptionsProto: one replica, one partition, portable (the
@@ -26,6 +28,10 @@ std::string with_option_override(std::string options, const std::string& name, b
 // "xla_gpu_cuda_data_dir". Named apart so that a string literal cannot bind to the bool one.
 std::string with_string_option_override(std::string options, const std::string& name,
                                         const std::string& value);
+
+// The PJRT_Program of StableHLO text (format "mlir") for one compile call: it points into
+// `mlir`, which must outlive it.
+PJRT_Program mlir_program(const std::string& mlir);
 
 // ExecutableBuildOptionsProto.num_replicas of serialized `options` (1 where unset or
 // unreadable): how many devices a program compiled with them spans.

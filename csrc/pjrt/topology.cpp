@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "compile_options.h"
 #include "error.h"
 
 namespace tpu::pjrt {
@@ -68,12 +69,7 @@ Topology::Topology(std::shared_ptr<const Plugin> plugin, const std::string& name
 std::unique_ptr<CompiledProgram> Topology::compile(const std::string& mlir,
                                                    const std::string& options) const {
   const PJRT_Api* api = plugin_->api();
-  static const char kFormat[] = "mlir";
-  auto program = PJRT_ARGS(PJRT_Program);
-  program.code = const_cast<char*>(mlir.data());
-  program.code_size = mlir.size();
-  program.format = kFormat;
-  program.format_size = sizeof(kFormat) - 1;
+  PJRT_Program program = mlir_program(mlir);
   auto args = PJRT_ARGS(PJRT_Compile_Args);
   args.topology = topology_.get();
   args.program = &program;
